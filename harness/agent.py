@@ -1,0 +1,155 @@
+"""The agent under test: a message history, a tool registry, the inner tool loop, and
+compaction at the top of every user turn (seed agent-010)."""
+
+from __future__ import annotations
+
+import ast
+import operator
+import sys
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Callable, TextIO
+
+from .compaction import CompactionEvent, CompactionSettings, Message, compact
+
+AGENT_SYSTEM = "You are a helpful assistant. Answer briefly and use the conversation so far."
+MAX_TOOL_ROUNDS = 8  # a model that keeps calling tools is stopped, not looped forever
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    run: Callable[..., str]
+
+
+class ToolRegistry:
+    def __init__(self, tools: list[Tool] = ()):
+        self.tools = {tool.name: tool for tool in tools}
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in self.tools.values()]
+
+    def call(self, tool_use: dict[str, Any]) -> dict[str, Any]:
+        """Run one tool call; a failing or unknown tool becomes an error result, not a crash."""
+        result = {"type": "tool_result", "tool_use_id": tool_use["id"]}
+        tool = self.tools.get(tool_use["name"])
+        if tool is None:
+            return {**result, "content": f"Error: unknown tool {tool_use['name']!r}", "is_error": True}
+        try:
+            return {**result, "content": str(tool.run(**tool_use.get("input", {})))}
+        except Exception as exc:  # the error harness: the model sees the failure and can recover
+            return {**result, "content": f"Error: {type(exc).__name__}: {exc}", "is_error": True}
+
+
+def _assistant_blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keep only what the Messages API accepts back in a request."""
+    blocks = []
+    for block in content:
+        if block["type"] == "text" and block.get("text"):
+            blocks.append({"type": "text", "text": block["text"]})
+        elif block["type"] == "tool_use":
+            blocks.append({"type": "tool_use", "id": block["id"], "name": block["name"],
+                           "input": block.get("input") or {}})
+    return blocks or [{"type": "text", "text": "(no reply)"}]
+
+
+def text_of(content: list[dict[str, Any]]) -> str:
+    return "\n".join(b["text"] for b in content if b["type"] == "text").strip()
+
+
+# (messages, client, output_stream, context_limit) -> messages: the seed's signature.
+Compactor = Callable[[list[Message], Any, TextIO, int], list[Message]]
+
+
+@dataclass
+class Agent:
+    client: Any  # a models.Backend, or a fake with the same create/count_tokens methods
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    context_limit: int | None = 1200  # None: never compact
+    compactor: Compactor | None = None  # defaults to the seed's summary compaction
+    system: str = AGENT_SYSTEM
+    max_tokens: int = 256
+    output_stream: TextIO = field(default_factory=lambda: sys.stdout)
+    messages: list[Message] = field(default_factory=list)
+    events: list[CompactionEvent] = field(default_factory=list)
+    usage: list[dict[str, Any]] = field(default_factory=list)  # usage + timing of each reply call
+
+    def __post_init__(self):
+        if self.compactor is None:
+            self.compactor = partial(compact, settings=CompactionSettings(), events=self.events)
+
+    def compact(self) -> None:
+        """Run compaction as the seed does: only between user turns."""
+        if self.context_limit is not None:
+            self.messages = self.compactor(self.messages, self.client, self.output_stream, self.context_limit)
+
+    def ask(self, line: str) -> str:
+        """One user turn answered live: compact, append the line, run the tool loop."""
+        self.compact()
+        self.messages.append({"role": "user", "content": line})
+        return self.respond()
+
+    def respond(self) -> str:
+        """The inner loop: call the model, run any tool calls, repeat until it stops."""
+        for _ in range(MAX_TOOL_ROUNDS):
+            request = {"max_tokens": self.max_tokens, "system": self.system, "messages": self.messages}
+            if self.tools.tools:
+                request["tools"] = self.tools.schemas()
+            response = self.client.create(**request)
+            self.usage.append({**response.get("usage", {}), **response.get("harness", {})})
+            content = _assistant_blocks(response.get("content", []))
+            self.messages.append({"role": "assistant", "content": content})
+            tool_uses = [b for b in content if b["type"] == "tool_use"]
+            if not tool_uses:
+                return text_of(content)
+            self.messages.append({"role": "user", "content": [self.tools.call(t) for t in tool_uses]})
+        stop = f"(stopped after {MAX_TOOL_ROUNDS} rounds of tool calls)"
+        self.messages.append({"role": "assistant", "content": [{"type": "text", "text": stop}]})
+        return stop
+
+    def fork(self) -> Agent:
+        """A copy with its own history, so probes never see each other."""
+        return Agent(self.client, self.tools, self.context_limit, self.compactor, self.system,
+                     self.max_tokens, self.output_stream, list(self.messages), self.events)
+
+
+# --- the interactive agent (`harness chat`) -------------------------------------------
+
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+              ast.Div: operator.truediv, ast.Pow: operator.pow, ast.USub: operator.neg,
+              ast.Mod: operator.mod}
+
+
+def calculate(expression: str) -> str:
+    """Arithmetic without eval(): only numbers and + - * / ** % are allowed."""
+    def value(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](value(node.operand))
+        raise ValueError(f"unsupported expression: {expression!r}")
+    return str(value(ast.parse(expression, mode="eval").body))
+
+
+CHAT_TOOLS = ToolRegistry([Tool(
+    "calculator", "Evaluate an arithmetic expression such as '12 * (3 + 4)'.",
+    {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]},
+    calculate)])
+
+
+def chat(agent: Agent, input_stream: TextIO = sys.stdin) -> None:
+    """The seed's outer loop: read a line, answer it, until end of input or 'quit'."""
+    out = agent.output_stream
+    while True:
+        out.write("you> ")
+        out.flush()
+        line = input_stream.readline()
+        if not line or line.strip() in {"quit", "exit"}:
+            return
+        if line.strip():
+            out.write(f"agent> {agent.ask(line.strip())}\n")

@@ -1,0 +1,158 @@
+"""Compaction, as the seed (agent-010) designs it.
+
+The history holds three shapes of message: user text (a string), assistant content (a list
+of text and tool_use blocks) and tool results (a list of tool_result blocks). It may only be
+cut at the start of an exchange (a user message whose content is a string), so a tool_use is
+never separated from its tool_result. Old exchanges fold into a summary that re-enters the
+history as a user turn plus a one-line assistant acknowledgement, so roles keep alternating.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, TextIO
+
+Message = dict[str, Any]
+
+SEED_SUMMARY_PROMPT = (
+    "Summarise the conversation below so the assistant can continue it without the original. "
+    "Keep every fact, number, name, and decision that later turns might need."
+)
+SUMMARY_PREFIX = "[Conversation summary: "
+ACKNOWLEDGEMENT = "Understood. Continuing from that summary."
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    summary_prompt: str = SEED_SUMMARY_PROMPT
+    keep_recent: int = 1  # exchanges kept verbatim
+    summary_max_tokens: int = 512
+    unit: Literal["chars", "tokens"] = "chars"  # the budget's yardstick
+
+
+@dataclass
+class CompactionEvent:
+    """What one compaction did, for the harness to store beside the records."""
+
+    strategy: str
+    folded_messages: int  # messages[:folded_messages] were replaced
+    size_before: int
+    size_after: int
+    unit: str
+    summary: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    error: str | None = None  # set when the compaction was skipped; the history is unchanged
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def render_message(message: Message) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return f"{message['role']}: {content}"
+    parts = []
+    for block in content:
+        if block["type"] == "tool_result":
+            parts.append(f"tool result: {tool_result_text(block)}")
+        elif block["type"] == "text":
+            parts.append(f"{message['role']}: {block['text']}")
+        elif block["type"] == "tool_use":
+            parts.append(f"{message['role']} called {block['name']}({block['input']})")
+    return "\n".join(parts)
+
+
+def tool_result_text(block: dict[str, Any]) -> str:
+    content = block.get("content", "")
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content)
+
+
+def history_size(messages: list[Message]) -> int:
+    return sum(len(render_message(m)) for m in messages)
+
+
+def exchange_starts(messages: list[Message]) -> list[int]:
+    return [i for i, m in enumerate(messages) if m["role"] == "user" and isinstance(m["content"], str)]
+
+
+def is_summary(message: Message) -> bool:
+    return message["role"] == "user" and isinstance(message["content"], str) \
+        and message["content"].startswith(SUMMARY_PREFIX)
+
+
+def measure(messages: list[Message], client: Any, unit: str) -> int:
+    """The history's size in the budget's unit: characters (as the seed) or model tokens."""
+    if unit == "tokens":
+        return client.count_tokens(messages=messages) if messages else 0
+    return history_size(messages)
+
+
+def split_point(messages: list[Message], client: Any, context_limit: int,
+                settings: CompactionSettings) -> int | None:
+    """Where to cut, or None when the history fits or everything in it is recent."""
+    if measure(messages, client, settings.unit) <= context_limit:
+        return None
+    starts = exchange_starts(messages)
+    if len(starts) <= settings.keep_recent:
+        return None
+    split = starts[-settings.keep_recent] if settings.keep_recent else len(messages)
+    return split or None
+
+
+def compact(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
+            settings: CompactionSettings = CompactionSettings(),
+            events: list[CompactionEvent] | None = None) -> list[Message]:
+    """The seed's compaction: fold old exchanges into a model-written summary."""
+    split = split_point(messages, client, context_limit, settings)
+    if split is None:
+        return messages
+    size_before = measure(messages, client, settings.unit)
+    transcript = "\n".join(render_message(m) for m in messages[:split])
+    response = client.create(
+        max_tokens=settings.summary_max_tokens,
+        system=settings.summary_prompt,
+        messages=[{"role": "user", "content": transcript}],
+    )
+    usage, meta = response.get("usage", {}), response.get("harness", {})
+    event = CompactionEvent(
+        "summary", split, size_before, size_before, settings.unit,
+        input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
+        latency_s=meta.get("latency_s", 0.0), cached=meta.get("cached", False))
+    summary = next((b["text"] for b in response.get("content", []) if b["type"] == "text"), None)
+    if summary is None:
+        # Nothing to fold into: keep the history rather than lose it, and say so.
+        event.folded_messages, event.error = 0, "summary response had no text block"
+        output_stream.write("[compact] skipped: the summary response had no text\n")
+    else:
+        messages = [
+            {"role": "user", "content": f"{SUMMARY_PREFIX}{summary}]"},
+            {"role": "assistant", "content": ACKNOWLEDGEMENT},
+        ] + messages[split:]
+        event.summary, event.size_after = summary, measure(messages, client, settings.unit)
+        output_stream.write(f"[compact] folded {split} messages into a summary\n")
+    if events is not None:
+        events.append(event)
+    return messages
+
+
+def truncate(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
+             settings: CompactionSettings = CompactionSettings(),
+             events: list[CompactionEvent] | None = None) -> list[Message]:
+    """The floor: drop old exchanges outright, with no summary."""
+    split = split_point(messages, client, context_limit, settings)
+    if split is None:
+        return messages
+    size_before = measure(messages, client, settings.unit)
+    kept = messages[split:]
+    output_stream.write(f"[compact] dropped {split} messages\n")
+    if events is not None:
+        events.append(CompactionEvent("truncate", split, size_before,
+                                      measure(kept, client, settings.unit), settings.unit))
+    return kept
+
+
+Strategy = Callable[..., list[Message]]

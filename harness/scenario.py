@@ -1,0 +1,192 @@
+"""Scenario files: scripted conversations that plant facts and say how to probe them.
+
+The pydantic models are the format's single definition: `harness schema` prints their
+JSON Schema, validation uses them, and the README documents the same fields.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from .inputs import InputError, LocatedYaml, load_yaml
+from .score import Expectation, Target, mentions, states
+
+
+def _to_text(value: Any) -> Any:
+    # YAML reads `2350` as an int and `2025-03-14` as a date; answers are compared as text.
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float, dt.date)):
+        return str(value)
+    return value
+
+
+Text = Annotated[str, BeforeValidator(_to_text), Field(min_length=1)]
+Slug = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # unknown keys are typos, not silently ignored
+
+
+class Value(_Strict):
+    """One value of a fact and what else counts as stating it."""
+
+    answer: Text = Field(description="The expected answer, as it should appear in a reply.")
+    aliases: list[Text] = Field(default=[], description="Other phrasings that also count.")
+    regex: str | None = Field(default=None, description="A case-insensitive regex that also counts.")
+    tolerance: float | None = Field(default=None, ge=0, description="Absolute tolerance for numeric answers.")
+
+    def expectation(self) -> Expectation:
+        return Expectation(self.answer, tuple(self.aliases), self.regex, self.tolerance)
+
+
+class Fact(Value):
+    """A fact planted in the turn that declares it, probed after the conversation."""
+
+    id: Slug = Field(description="Unique within the scenario.")
+    kind: Slug = Field(description="number, name, identifier, date, decision, preference, or your own.")
+    probe: Text = Field(description="The question asked at the end; must not contain the answer.")
+    distractors: list[Text] = Field(
+        default=[], description="Near-miss values (also in the conversation); stating one is not recall.")
+
+
+class Supersession(Value):
+    """A later turn changes a fact: its probe then expects the new value."""
+
+    fact: Slug = Field(description="Id of a fact planted in an earlier turn.")
+
+
+class ToolCall(_Strict):
+    tool: Slug = Field(description="Name of a tool declared under `tools`.")
+    input: dict[str, Any] = Field(default={}, description="Arguments of the call.")
+    result: Text = Field(description="What the tool returned (facts can live here).")
+    is_error: bool = False
+
+
+class Reply(_Strict):
+    """A scripted assistant reply: text, then optional tool calls and the text after them."""
+
+    text: Text | None = None
+    tool_calls: list[ToolCall] = []
+    final: Text | None = Field(default=None, description="The reply after the tool results.")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Reply:
+        if self.tool_calls and self.final is None:
+            raise ValueError("a reply with tool_calls needs `final`, the text after the tool results")
+        if not self.tool_calls and self.final is not None:
+            raise ValueError("`final` only follows tool_calls; put the reply in `text`")
+        if self.text is None and not self.tool_calls:
+            raise ValueError("a reply needs `text` or `tool_calls`")
+        return self
+
+
+def _reply_shorthand(value: Any) -> Any:
+    return {"text": value} if isinstance(value, (str, int, float)) else value
+
+
+class Turn(_Strict):
+    user: Text = Field(description="What the user types.")
+    assistant: Annotated[Reply | None, BeforeValidator(_reply_shorthand, json_schema_input_type=str | Reply | None)] = Field(
+        default=None, description="Scripted reply (a string, or text/tool_calls/final); absent: the agent answers live.")
+    facts: list[Fact] = []
+    supersedes: list[Supersession] = []
+
+    def text(self) -> str:
+        """Everything this turn puts in the history before the model says anything live."""
+        parts = [self.user]
+        if reply := self.assistant:
+            parts += [reply.text or "", *(c.result for c in reply.tool_calls), reply.final or ""]
+        return "\n".join(parts)
+
+
+class Tool(_Strict):
+    name: Slug
+    description: Text
+    input_schema: dict[str, Any] = Field(default={"type": "object", "properties": {}})
+    result: Text = Field(description="What the tool returns when the agent calls it live.")
+
+
+class Scenario(_Strict):
+    id: Slug
+    description: Text
+    tools: list[Tool] = []
+    turns: list[Turn] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One fact as it stands at the end of the conversation: what its probe should find."""
+
+    fact_id: str
+    kind: str
+    question: str
+    planted_turn: int
+    changed_turn: int  # last turn that planted or superseded it
+    target: Target
+
+
+def _check(doc: LocatedYaml, scenario: Scenario) -> None:
+    """Rules pydantic cannot express alone; each error is located in the file."""
+    tool_names = [t.name for t in scenario.tools]
+    for i, name in enumerate(tool_names):
+        if tool_names.index(name) != i:
+            raise doc.error(("tools", i, "name"), f"duplicate tool name {name!r}")
+    planted: dict[str, int] = {}
+    for t, turn in enumerate(scenario.turns):
+        for c, call in enumerate(turn.assistant.tool_calls if turn.assistant else []):
+            if call.tool not in tool_names:
+                raise doc.error(("turns", t, "assistant", "tool_calls", c, "tool"),
+                                f"unknown tool {call.tool!r}; declare it under `tools`")
+        where = "the user line" if turn.assistant is None else "this turn's text"
+        for f, fact in enumerate(turn.facts):
+            loc = ("turns", t, "facts", f)
+            if fact.id in planted:
+                raise doc.error(loc + ("id",), f"duplicate fact id {fact.id!r}")
+            planted[fact.id] = t
+            leaked = [v for v in (fact.answer, *fact.aliases) if mentions(fact.probe, v, fact.tolerance)]
+            if leaked:
+                raise doc.error(loc + ("probe",), f"the probe contains its own answer {leaked[0]!r}")
+            if not states(turn.text(), fact.expectation()):
+                raise doc.error(loc + ("answer",), f"{fact.answer!r} does not occur in {where}")
+        for s, change in enumerate(turn.supersedes):
+            loc = ("turns", t, "supersedes", s)
+            if planted.get(change.fact, t) >= t:
+                raise doc.error(loc + ("fact",), f"no fact {change.fact!r} is planted in an earlier turn")
+            if not states(turn.text(), change.expectation()):
+                raise doc.error(loc + ("answer",), f"{change.answer!r} does not occur in {where}")
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise InputError(path, "a scenario is a mapping with id, description and turns", 1)
+    scenario = doc.validate(Scenario)
+    _check(doc, scenario)
+    return scenario
+
+
+def probes(scenario: Scenario) -> list[Probe]:
+    """The facts to probe, each with its final value and the values it had before."""
+    facts: dict[str, tuple[int, Fact]] = {}
+    history: dict[str, list[tuple[int, Value]]] = {}
+    for t, turn in enumerate(scenario.turns):
+        for fact in turn.facts:
+            facts[fact.id] = (t, fact)
+            history[fact.id] = [(t, fact)]
+        for change in turn.supersedes:
+            history[change.fact].append((t, change))
+    result = []
+    for fact_id, (planted, fact) in facts.items():
+        values = history[fact_id]
+        changed, current = values[-1]
+        target = Target(current.expectation(), tuple(v.expectation() for _, v in values[:-1]),
+                        tuple(fact.distractors))
+        result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, target))
+    return result

@@ -1,0 +1,37 @@
+"""A fake Messages client for unit tests: scripted or rule-based replies, every request kept."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+
+class FakeClient:
+    """Implements Backend's create/count_tokens. `reply` maps a request to the reply text
+    (or to a full list of content blocks); the default echoes a fixed string."""
+
+    def __init__(self, reply: Callable[[dict[str, Any]], Any] | None = None, identity: str = "fake"):
+        self.reply = reply or (lambda request: "ok")
+        self.requests: list[dict[str, Any]] = []
+        self.identity, self.sampling, self.model = identity, {}, "fake-model"
+
+    def create(self, **request: Any) -> dict[str, Any]:
+        self.requests.append(json.loads(json.dumps(request)))  # a snapshot, not a live reference
+        content = self.reply(request)
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        return {"content": content, "usage": {"input_tokens": len(json.dumps(request)) // 4,
+                                              "output_tokens": 5},
+                "stop_reason": "end_turn", "harness": {"cached": False, "latency_s": 0.0}}
+
+    def count_tokens(self, **request: Any) -> int:
+        return len(json.dumps(request["messages"])) // 4
+
+    @property
+    def summary_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if "Summar" in (r.get("system") or "")]
+
+
+def last_user_text(request: dict[str, Any]) -> str:
+    content = request["messages"][-1]["content"]
+    return content if isinstance(content, str) else json.dumps(content)
