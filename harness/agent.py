@@ -7,10 +7,9 @@ import ast
 import operator
 import sys
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Callable, TextIO
 
-from .compaction import CompactionEvent, CompactionSettings, Message, compact
+from .compaction import CompactionEvent, CompactionSettings, Message, Strategy, compact
 
 AGENT_SYSTEM = "You are a helpful assistant. Answer briefly and use the conversation so far."
 MAX_TOOL_ROUNDS = 8  # a model that keeps calling tools is stopped, not looped forever
@@ -60,16 +59,13 @@ def text_of(content: list[dict[str, Any]]) -> str:
     return "\n".join(b["text"] for b in content if b["type"] == "text").strip()
 
 
-# (messages, client, output_stream, context_limit) -> messages: the seed's signature.
-Compactor = Callable[[list[Message], Any, TextIO, int], list[Message]]
-
-
 @dataclass
 class Agent:
     client: Any  # a models.Backend, or a fake with the same create/count_tokens methods
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     context_limit: int | None = 1200  # None: never compact
-    compactor: Compactor | None = None  # defaults to the seed's summary compaction
+    strategy: Strategy = compact
+    settings: CompactionSettings = CompactionSettings()
     system: str = AGENT_SYSTEM
     max_tokens: int = 256
     output_stream: TextIO = field(default_factory=lambda: sys.stdout)
@@ -77,14 +73,11 @@ class Agent:
     events: list[CompactionEvent] = field(default_factory=list)
     usage: list[dict[str, Any]] = field(default_factory=list)  # usage + timing of each reply call
 
-    def __post_init__(self):
-        if self.compactor is None:
-            self.compactor = partial(compact, settings=CompactionSettings(), events=self.events)
-
     def compact(self) -> None:
         """Run compaction as the seed does: only between user turns."""
         if self.context_limit is not None:
-            self.messages = self.compactor(self.messages, self.client, self.output_stream, self.context_limit)
+            self.messages = self.strategy(self.messages, self.client, self.output_stream,
+                                          self.context_limit, self.settings, self.events)
 
     def ask(self, line: str) -> str:
         """One user turn answered live: compact, append the line, run the tool loop."""
@@ -112,8 +105,8 @@ class Agent:
 
     def fork(self) -> Agent:
         """A copy with its own history, so probes never see each other."""
-        return Agent(self.client, self.tools, self.context_limit, self.compactor, self.system,
-                     self.max_tokens, self.output_stream, list(self.messages), self.events)
+        return Agent(self.client, self.tools, self.context_limit, self.strategy, self.settings,
+                     self.system, self.max_tokens, self.output_stream, list(self.messages), self.events)
 
 
 # --- the interactive agent (`harness chat`) -------------------------------------------

@@ -10,7 +10,7 @@ history as a user turn plus a one-line assistant acknowledgement, so roles keep 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Literal, TextIO
 
 Message = dict[str, Any]
@@ -46,7 +46,6 @@ class CompactionEvent:
     latency_s: float = 0.0
     cached: bool = False
     error: str | None = None  # set when the compaction was skipped; the history is unchanged
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def render_message(message: Message) -> str:
@@ -155,4 +154,22 @@ def truncate(messages: list[Message], client: Any, output_stream: TextIO, contex
     return kept
 
 
-Strategy = Callable[..., list[Message]]
+# (messages, client, output_stream, context_limit, settings, events) -> messages
+Strategy = Callable[[list[Message], Any, TextIO, int, CompactionSettings, list[CompactionEvent]], list[Message]]
+
+
+def from_seed_signature(name: str, function: Callable[[list[Message], Any, TextIO, int], list[Message]]) -> Strategy:
+    """Adapt a user's compaction function with the seed's signature
+    `(messages, client, output_stream, context_limit) -> messages`, recording what it did."""
+    def strategy(messages, client, output_stream, context_limit, settings, events):
+        result = function(list(messages), client, output_stream, context_limit)
+        kept = 0  # how many trailing messages survived verbatim
+        while kept < min(len(messages), len(result)) and result[-1 - kept] == messages[-1 - kept]:
+            kept += 1
+        if kept < len(messages) or len(result) != len(messages):
+            summary = next((m["content"] for m in result[:len(result) - kept] if is_summary(m)), None)
+            events.append(CompactionEvent(
+                name, len(messages) - kept, measure(messages, client, settings.unit),
+                measure(result, client, settings.unit), settings.unit, summary=summary))
+        return result
+    return strategy

