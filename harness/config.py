@@ -22,11 +22,17 @@ USES_BUDGET = {"summary", "truncate"}
 USES_PROMPT = {"summary"}
 
 
-def _budget(value: Any) -> Any:
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+def _budget(value: Any) -> str:
+    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+    if re.fullmatch(r"[1-9]\d*", text):
+        return text
+    if re.fullmatch(r"\d+(\.\d+)?%", text) and 0 < float(text[:-1]) <= 100:
+        return text
+    raise ValueError(f"a budget is a positive number of units (1200) or a percentage up to 100 ('40%'), "
+                     f"not {value!r}")
 
 
-Budget = Annotated[str, BeforeValidator(_budget), Field(pattern=r"^(\d+|\d{1,2}(\.\d+)?%)$")]
+Budget = Annotated[str, BeforeValidator(_budget)]
 
 
 class ProbeSettings(BaseModel):

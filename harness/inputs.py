@@ -96,8 +96,13 @@ def load_yaml(path: str | Path) -> LocatedYaml:
 _SCALARS = yaml.constructor.SafeConstructor()
 
 
+_PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+
+
 def _construct(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
     lines[loc] = node.start_mark.line + 1
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+        raise InputError(path, f"invalid YAML: unsupported tag {node.tag!r}", lines[loc], format_loc(loc))
     if isinstance(node, yaml.MappingNode):
         result = {}
         for key_node, value_node in node.value:

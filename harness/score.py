@@ -114,7 +114,7 @@ def mentions(text: str, value: str, tolerance: float | None = None) -> bool:
     """True when `text` states `value`: as a whole-word phrase, or numerically."""
     number = _as_number(value)
     if number is not None:
-        return any(abs(n - number) <= (tolerance or 0) for n in numbers_in(text))
+        return any(abs(n - number) <= (tolerance or 0) + 1e-9 for n in numbers_in(text))
     needle = normalize(value)
     return bool(needle) and f" {needle} " in f" {normalize(text)} "
 
@@ -128,8 +128,9 @@ def states(text: str, expectation: Expectation) -> bool:
 
 
 _ABSTENTION = re.compile(
-    r"\b(?:i\s+(?:do\s+not|don'?t|cannot|can'?t|am\s+not\s+sure|'?m\s+not\s+sure)\s+"
+    r"\b(?:i\s+(?:do\s+not|don'?t|cannot|can'?t)\s+"
     r"(?:know|recall|remember|say|tell|have\s+(?:that|this|any|enough)\s+information)"
+    r"|not\s+(?:sure|certain)"
     r"|not\s+(?:been\s+)?(?:mentioned|specified|provided|stated|given)"
     r"|no\s+(?:information|record|mention)"
     r"|(?:unknown|unclear)\b)",

@@ -24,14 +24,9 @@ class FakeClient:
                                               "output_tokens": 5},
                 "stop_reason": "end_turn", "harness": {"cached": False, "latency_s": 0.0}}
 
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
     def count_tokens(self, **request: Any) -> int:
         return len(json.dumps(request["messages"])) // 4
-
-    @property
-    def summary_requests(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if "Summar" in (r.get("system") or "")]
-
-
-def last_user_text(request: dict[str, Any]) -> str:
-    content = request["messages"][-1]["content"]
-    return content if isinstance(content, str) else json.dumps(content)

@@ -1,0 +1,233 @@
+"""The runner with fake clients: exact records, errors, resume after a crash, the cache."""
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import anthropic
+import httpx2
+import pytest
+
+from fakes import FakeClient
+from harness.agent import AGENT_SYSTEM
+from harness.cache import ResponseCache
+from harness.config import load_eval
+from harness.models import Backend
+from harness.report import recall_by_budget, text_report, where_lost
+from harness.run import plan_cases, read_jsonl, run_eval
+
+SCENARIO = """\
+id: locker
+description: Facts in a user line, a tool result, and a supersession.
+tools:
+  - {name: lookup, description: Look up a booking., result: nothing}
+turns:
+  - user: My locker code is 4471. Please remember it.
+    assistant: Noted, locker 4471. I will remember that for you, no problem at all.
+    facts:
+      - {id: locker, kind: number, answer: "4471", probe: "What is my locker code?"}
+  - user: Look up my booking please.
+    assistant:
+      text: Looking it up.
+      tool_calls:
+        - {tool: lookup, input: {ref: X}, result: "Booking QX-19 confirmed for two nights."}
+      final: Your booking QX-19 is confirmed for two nights.
+    facts:
+      - {id: booking, kind: identifier, answer: QX-19, probe: "What is my booking reference?"}
+  - user: Change my locker to 4480 from now on.
+    supersedes:
+      - {fact: locker, answer: "4480"}
+"""
+
+EVAL = """\
+name: unit
+scenarios: [locker.yaml]
+budgets: [150, "100%"]
+prompts: [user-lines.txt]
+strategies: [summary, truncate, none, no-history]
+"""
+
+
+def oracle(request):
+    """A fake model that summarises by keeping only user lines, and answers a probe by
+    repeating everything it can see (so it recalls exactly what the history still holds)."""
+    if request["system"] != AGENT_SYSTEM:  # a summary request
+        lines = request["messages"][0]["content"].splitlines()
+        return " ".join(line for line in lines if line.startswith("user:"))
+    question, history = request["messages"][-1]["content"], request["messages"][:-1]
+    if not question.endswith("?"):
+        return "Okay."
+    return json.dumps(history) if history else "I don't know."
+
+
+@pytest.fixture
+def eval_file(tmp_path):
+    (tmp_path / "locker.yaml").write_text(SCENARIO)
+    (tmp_path / "user-lines.txt").write_text("Keep the user's lines.")
+    path = tmp_path / "unit.yaml"
+    path.write_text(EVAL)
+    return path
+
+
+def run(eval_file, client, tmp_path, **kwargs):
+    return run_eval(load_eval(eval_file), client, tmp_path / "results", progress=False, **kwargs)
+
+
+def test_cases_cover_only_the_dimensions_each_strategy_uses(eval_file):
+    ids = [c.id for c in plan_cases(load_eval(eval_file))]
+    assert ids == ["locker/summary/150/user-lines/0", "locker/summary/100%/user-lines/0",
+                   "locker/truncate/150/-/0", "locker/truncate/100%/-/0",
+                   "locker/none/-/-/0", "locker/no-history/-/-/0"]
+
+
+def test_records_are_exactly_what_the_history_held(eval_file, tmp_path):
+    run_dir = run(eval_file, FakeClient(oracle), tmp_path)
+    records = {(r["case"], r["fact"]): r for r in read_jsonl(run_dir / "records.jsonl")}
+    assert len(records) == 12
+    outcome = {key: (r["location"], r["in_summary"], r["compactions"], r["verdict"]) for key, r in records.items()}
+    assert outcome == {
+        # 150 chars: turn 0 folds before turn 2, then turn 1 before the probe; the summary keeps
+        # only user lines, so the booking (in a tool result) is gone while the locker stays verbatim
+        ("locker/summary/150/user-lines/0", "locker"): ("verbatim", False, 0, "recalled"),
+        ("locker/summary/150/user-lines/0", "booking"): ("gone", False, 1, "forgot"),
+        # 100% of the scripted history: compaction fires only once the live reply is added
+        ("locker/summary/100%/user-lines/0", "locker"): ("verbatim", False, 0, "recalled"),
+        ("locker/summary/100%/user-lines/0", "booking"): ("gone", False, 1, "forgot"),
+        ("locker/truncate/150/-/0", "locker"): ("verbatim", None, 0, "recalled"),
+        ("locker/truncate/150/-/0", "booking"): ("gone", None, 1, "forgot"),
+        ("locker/truncate/100%/-/0", "locker"): ("verbatim", None, 0, "recalled"),
+        ("locker/truncate/100%/-/0", "booking"): ("gone", None, 1, "forgot"),
+        ("locker/none/-/-/0", "locker"): ("verbatim", None, 0, "recalled"),
+        ("locker/none/-/-/0", "booking"): ("verbatim", None, 0, "recalled"),
+        ("locker/no-history/-/-/0", "locker"): ("none", None, 0, "abstained"),
+        ("locker/no-history/-/-/0", "booking"): ("none", None, 0, "abstained"),
+    }
+    record = records[("locker/summary/150/user-lines/0", "locker")]
+    assert record["expected"] == "4480" and record["superseded"] and record["planted_turn"] == 0
+    assert record["prompt_hash"] and record["model"] == "fake" and record["limit"] == 150
+    compactions = read_jsonl(run_dir / "compactions.jsonl")
+    assert {c["case"] for c in compactions} == {"locker/summary/150/user-lines/0", "locker/summary/100%/user-lines/0",
+                                                "locker/truncate/150/-/0", "locker/truncate/100%/-/0"}
+    first = compactions[0]
+    assert first["summary"] == "user: My locker code is 4471. Please remember it."
+    assert (first["before_turn"], first["first_verbatim_turn"], first["folded_messages"]) == (2, 1, 2)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["eval"]["name"] == "unit" and manifest["prompts"][0]["id"] == "user-lines"
+
+
+def test_a_model_answering_the_old_value_is_scored_stale(eval_file, tmp_path):
+    def stale(request):
+        return oracle(request) if request["system"] != AGENT_SYSTEM or len(request["messages"]) > 1 \
+            and "locker code" not in request["messages"][-1]["content"] else "It is 4471."
+    records = read_jsonl(run(eval_file, FakeClient(stale), tmp_path) / "records.jsonl")
+    assert {r["verdict"] for r in records if r["fact"] == "locker" and r["strategy"] != "no-history"} == {"stale"}
+
+
+def _api_error():
+    return anthropic.APIConnectionError(request=httpx2.Request("POST", "http://127.0.0.1/v1/messages"))
+
+
+def test_model_errors_are_recorded_as_errors_never_as_forgetting(eval_file, tmp_path):
+    def flaky(request):
+        if request["system"] != AGENT_SYSTEM:
+            raise _api_error()  # every summary call fails: the whole case is an error
+        if "booking reference" in str(request["messages"][-1]["content"]):
+            raise _api_error()  # this probe fails alone
+        return oracle(request)
+    records = read_jsonl(run(eval_file, FakeClient(flaky), tmp_path) / "records.jsonl")
+    verdicts = {(r["strategy"], r["budget"], r["fact"]): r["verdict"] for r in records}
+    assert verdicts[("summary", "150", "locker")] == "error"
+    assert verdicts[("summary", "150", "booking")] == "error"
+    assert verdicts[("none", None, "locker")] == "recalled"
+    assert verdicts[("none", None, "booking")] == "error"
+    assert all(r["error"].startswith("APIConnectionError") for r in records if r["verdict"] == "error")
+    table = recall_by_budget(__import__("harness.report", fromlist=["x"]).load_records(
+        tmp_path / "results" / "runs" / next(iter((tmp_path / "results" / "runs").iterdir())).name))
+    assert table.loc["summary: user-lines", "errors"] == 4
+
+
+class Crash(BaseException):
+    """Stands in for SIGKILL: nothing after it runs, no handler catches it."""
+
+
+def test_resume_after_a_crash_gives_exactly_the_uninterrupted_records(eval_file, tmp_path):
+    reference = read_jsonl(run(eval_file, FakeClient(oracle), tmp_path / "a") / "records.jsonl")
+
+    calls = 0
+    def crashing(request):
+        nonlocal calls
+        calls += 1
+        if calls == 9:  # in the middle of the second case
+            raise Crash()
+        return oracle(request)
+    with pytest.raises(Crash):
+        run(eval_file, FakeClient(crashing), tmp_path / "b")
+    run_dir = next((tmp_path / "b" / "results" / "runs").iterdir())
+    with (run_dir / "records.jsonl").open("a") as file:
+        file.write('{"case": "locker/none/-/-/0", "fact": "lock')  # a line cut short by the crash
+    finished = len(read_jsonl(run_dir / "cases.jsonl"))
+    assert 0 < finished < 6
+
+    client = FakeClient(oracle)
+    run_eval(load_eval(eval_file), client, tmp_path / "b" / "results", resume=run_dir, progress=False)
+    resumed = read_jsonl(run_dir / "records.jsonl")
+    key = lambda r: (r["case"], r["fact"])
+    assert sorted(map(key, resumed)) == sorted(map(key, reference))
+    assert sorted(resumed, key=key) == sorted(reference, key=key)
+    assert len(client.requests) < 20  # finished cases were not redone
+
+
+def test_resume_refuses_a_changed_eval(eval_file, tmp_path):
+    run_dir = run(eval_file, FakeClient(oracle), tmp_path)
+    eval_file.write_text(EVAL.replace("budgets: [150", "budgets: [160"))
+    from harness.inputs import InputError
+    with pytest.raises(InputError, match="changed since this run started"):
+        run(eval_file, FakeClient(oracle), tmp_path, resume=run_dir)
+
+
+class FakeMessages:
+    """Stands in for anthropic.Anthropic().messages behind a real Backend."""
+
+    def __init__(self):
+        self.fake = FakeClient(oracle)
+
+    def create(self, model, extra_body=None, **request):
+        response = self.fake.create(**request)
+        response.pop("harness")
+        return SimpleNamespace(model_dump=lambda **_: {**response, "type": "message", "role": "assistant"})
+
+    def count_tokens(self, model, **request):
+        return SimpleNamespace(input_tokens=self.fake.count_tokens(**request))
+
+
+def test_an_unchanged_rerun_is_served_from_the_cache(eval_file, tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    first = Backend(SimpleNamespace(messages=FakeMessages()), "m", "fake", {"temperature": 0}, cache)
+    records_1 = read_jsonl(run(eval_file, first, tmp_path / "1") / "records.jsonl")
+    assert first.calls > 0
+    second = Backend(SimpleNamespace(messages=FakeMessages()), "m", "fake", {"temperature": 0}, cache)
+    records_2 = read_jsonl(run(eval_file, second, tmp_path / "2") / "records.jsonl")
+    assert second.calls == 0
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("latency_s", "cached")} for r in rs]
+    assert strip(records_1) == strip(records_2)
+    assert all(r["cached"] for r in records_2 if r["verdict"] != "error")
+    other = Backend(SimpleNamespace(messages=FakeMessages()), "m", "fake", {"temperature": 0.7}, cache)
+    run(eval_file, other, tmp_path / "3")
+    assert other.calls > 0  # different sampling: a different request, not a cache hit
+
+
+def test_report_tables(eval_file, tmp_path):
+    run_dir = run(eval_file, FakeClient(oracle), tmp_path)
+    text = text_report(run_dir)
+    assert "Recall by summary prompt and budget" in text and str(run_dir) in text
+    from harness.report import load_records
+    df = load_records(run_dir)
+    table = recall_by_budget(df)
+    assert table.loc["summary: user-lines", "budget 150"].strip() == "50% (1/2)"
+    assert table.loc["ceiling (full history)", "budget 150"].strip() == "100% (2/2)"
+    assert table.loc["control: no history", "budget 100%"].strip() == "0% (0/2)"
+    lost = where_lost(df)
+    assert lost.loc["summary: user-lines", "lost: not in summary"] == 2
+    assert lost.loc["truncate", "recalled"] == 2
