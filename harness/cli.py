@@ -21,18 +21,19 @@ def _model_flags(parser: argparse.ArgumentParser, default: str | None) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from .config import load_eval
     from .cache import ResponseCache
-    from .models import open_model
+    from .models import default_jobs, open_model
     from .report import text_report
     from .run import run_eval
 
     ev = load_eval(args.eval, prompts=args.prompt, model=args.model, budgets=args.budget, repeats=args.repeats)
-    client = open_model(ev.spec.model, base_url=args.base_url or ev.spec.base_url,
-                        temperature=ev.spec.temperature)
+    base_url = args.base_url or ev.spec.base_url
+    jobs = args.jobs or default_jobs(ev.spec.model, base_url)
+    client = open_model(ev.spec.model, base_url=base_url, temperature=ev.spec.temperature, slots=jobs)
     if not args.no_cache:
         client.cache = ResponseCache(Path(args.results) / "cache" / "responses.sqlite")
     judge = open_model(args.judge) if args.judge else None
     run_dir = run_eval(ev, client, Path(args.results), resume=args.resume, judge=judge,
-                       progress=not args.quiet)
+                       progress=not args.quiet, jobs=jobs)
     print(text_report(run_dir))
     return EXIT_OK
 
@@ -97,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot'")
     run.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run")
     run.add_argument("--results", default="results", help="where runs/ and cache/ live (default: results)")
+    run.add_argument("--jobs", type=int, metavar="N",
+                     help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)")
     run.add_argument("--no-cache", action="store_true", help="do not reuse or store model responses")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(handler=_cmd_run)

@@ -7,6 +7,7 @@ import glob
 import hashlib
 import importlib
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
@@ -94,23 +95,26 @@ class Eval:
     custom: dict[str, Callable]  # module:function strategies, imported only when named
 
 
-def _read_prompt(path: Path, origin: Path, line: int | None) -> Prompt:
+def _read_prompt(name: str, base: Path, origin: Path, line: int | None, field: str) -> Prompt:
+    path = base / name
     if not path.is_file():
-        raise InputError(origin, f"summary prompt file {str(path)!r} not found", line, "prompts")
+        raise InputError(origin, f"summary prompt file {name!r} not found (looked for {path})", line, field)
     text = path.read_text(encoding="utf-8").strip()
     if not text:
         raise InputError(path, "summary prompt file is empty")
     return Prompt(path.stem, text, str(path))
 
 
-def _import_strategy(name: str, origin: Path, line: int | None) -> Callable:
+def _import_strategy(name: str, origin: Path, line: int | None, field: str) -> Callable:
     module_name, function_name = name.split(":")
+    if str(Path.cwd()) not in sys.path:
+        sys.path.append(str(Path.cwd()))  # the user's own module, next to where they run the harness
     try:
         function = getattr(importlib.import_module(module_name), function_name)
     except (ImportError, AttributeError) as exc:
-        raise InputError(origin, f"cannot import strategy {name!r}: {exc}", line, "strategies") from None
+        raise InputError(origin, f"cannot import strategy {name!r}: {exc}", line, field) from None
     if not callable(function):
-        raise InputError(origin, f"strategy {name!r} is not a function", line, "strategies")
+        raise InputError(origin, f"strategy {name!r} is not a function", line, field)
     return function
 
 
@@ -141,13 +145,13 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
 
     # Command-line prompt files are relative to where the user stands, not to the eval file.
     prompt_base = Path.cwd() if prompts is not None else base
-    loaded = [_read_prompt(prompt_base / p, doc.path, doc.line_of(("prompts", i)))
+    loaded = [_read_prompt(p, prompt_base, doc.path, doc.line_of(("prompts", i)), f"prompts[{i}]")
               for i, p in enumerate(spec.prompts)]
     if "summary" in spec.strategies and not loaded:
         raise doc.error(("prompts",), "the summary strategy needs at least one prompt file")
     ids = [p.id for p in loaded]
     if len(set(ids)) != len(ids):
         raise doc.error(("prompts",), "two prompt files share a name; prompts are identified by file name")
-    custom = {s: _import_strategy(s, doc.path, doc.line_of(("strategies", i)))
+    custom = {s: _import_strategy(s, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
               for i, s in enumerate(spec.strategies) if s not in BUILTIN_STRATEGIES}
     return Eval(spec, doc.path, scenarios, loaded, custom)

@@ -12,6 +12,7 @@ import atexit
 import importlib.util
 import os
 import secrets
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ class Backend:
     sampling: dict[str, Any] = field(default_factory=dict)
     cache: ResponseCache | None = None
     calls: int = 0  # requests actually sent to the model (cache hits excluded)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # cases run in threads
 
     def create(self, **request: Any) -> dict[str, Any]:
         """Send one Messages request; the response comes back as plain JSON data, with
@@ -50,7 +52,8 @@ class Backend:
         if key and (hit := self.cache.get(key)):
             return {**hit, "harness": {"cached": True, "latency_s": 0.0}}
         started = time.monotonic()
-        self.calls += 1
+        with self._lock:
+            self.calls += 1
         response = self.client.messages.create(
             model=self.model, extra_body=self.sampling or None, **request
         ).model_dump(mode="json", exclude_none=True)
@@ -113,6 +116,17 @@ def _local_server(weights: Path, threads: int, slots: int) -> tuple[str, str]:
 @atexit.register
 def _stop_servers() -> None:
     _servers.clear()  # dropping the last reference stops each server
+
+
+def is_local(name: str, base_url: str | None = None) -> bool:
+    return not base_url and (name == LOCAL or name.endswith(".gguf"))
+
+
+def default_jobs(name: str, base_url: str | None = None) -> int:
+    # Local: one at a time. Parallel slots gained only 1.16x on the smoke eval (2 cores), and
+    # batching changes llama.cpp's arithmetic, so answers would depend on scheduling; one slot
+    # keeps a run reproducible. Remote: requests mostly wait on the network, so run several.
+    return 1 if is_local(name, base_url) else 8
 
 
 def open_model(name: str = LOCAL, *, base_url: str | None = None, temperature: float = 0.0,

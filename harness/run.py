@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -274,8 +275,9 @@ def manifest(ev: Eval, client: Any, judge: Any) -> dict:
 
 
 def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = None,
-             judge: Any = None, progress: bool = True) -> Path:
-    """Run every case not yet finished; return the run folder."""
+             judge: Any = None, progress: bool = True, jobs: int = 1) -> Path:
+    """Run every case not yet finished, `jobs` at a time; return the run folder.
+    Each case's own calls stay in order; cases are written as they finish."""
     about = manifest(ev, client, judge)
     if resume:
         folder = RunFolder(resume)
@@ -298,9 +300,14 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
         print(f"run folder: {folder.path}", file=sys.stderr)
     runner = CaseRunner(ev, client, judge)
     todo = [case for case in plan_cases(ev) if case.id not in done]
-    for case in tqdm(todo, desc=ev.spec.name, unit="case", disable=not progress, dynamic_ncols=True):
-        records, compactions = runner.run(case)
-        folder.write_case(case, records, compactions)
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        futures = {pool.submit(runner.run, case): case for case in todo}
+        for future in tqdm(as_completed(futures), total=len(todo), desc=ev.spec.name, unit="case",
+                           disable=not progress, dynamic_ncols=True):
+            folder.write_case(futures[future], *future.result())
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
     about["finished"] = dt.datetime.now().isoformat(timespec="seconds")
     about["model_calls"] = client.calls
     _write_atomic(folder.path / "manifest.json", json.dumps(about, indent=2, ensure_ascii=False))

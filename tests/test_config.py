@@ -1,0 +1,91 @@
+"""Eval files: resolution, overrides, and located errors."""
+
+from pathlib import Path
+
+import pytest
+
+from harness.config import load_eval
+from harness.inputs import InputError
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIO = (REPO / "tests" / "data" / "tiny.yaml")
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "a.yaml").write_text(SCENARIO.read_text())
+    (tmp_path / "p.txt").write_text("Summarise.")
+    return tmp_path
+
+
+def write(folder: Path, text: str) -> Path:
+    path = folder / "e.yaml"
+    path.write_text(text)
+    return path
+
+
+BASE = "name: e\nscenarios: [s/*.yaml]\nbudgets: [1200, 50%]\nprompts: [p.txt]\n"
+
+
+def test_paths_resolve_relative_to_the_eval_file(folder, monkeypatch):
+    monkeypatch.chdir(REPO)
+    ev = load_eval(write(folder, BASE))
+    assert [s.id for s in ev.scenarios] == ["tiny"]
+    assert ev.spec.budgets == ["1200", "50%"] and ev.prompts[0].text == "Summarise."
+    assert ev.spec.strategies == ["summary", "none", "no-history"]
+
+
+def test_command_line_overrides(folder, monkeypatch):
+    monkeypatch.chdir(folder)
+    (folder / "other.txt").write_text("Other prompt.")
+    ev = load_eval(write(folder, BASE), prompts=["other.txt"], model="claude-x", budgets=["10%"], repeats=3)
+    assert [p.id for p in ev.prompts] == ["other"] and ev.spec.model == "claude-x"
+    assert ev.spec.budgets == ["10%"] and ev.spec.repeats == 3
+
+
+@pytest.mark.parametrize("text, line, field, message", [
+    (BASE.replace("[1200, 50%]", "[1200, 150%]"), 3, "budgets[1]", "a budget is a positive number"),
+    (BASE.replace("[1200, 50%]", "[0]"), 3, "budgets[0]", "a budget is a positive number"),
+    (BASE.replace("prompts: [p.txt]", "prompts: [missing.txt]"), 4, "prompts[0]", "'missing.txt' not found"),
+    (BASE.replace("prompts: [p.txt]", "prompts: []"), 4, "prompts", "needs at least one prompt"),
+    (BASE.replace("s/*.yaml", "nothing/*.yaml"), 2, "scenarios[0]", "no scenario file matches"),
+    (BASE + "strategies: [summary, magic]\n", 5, "strategies", "unknown strategy 'magic'"),
+    (BASE + "strategies: [summary, no_such_module:fn]\n", 5, "strategies[1]", "cannot import strategy"),
+    (BASE + "repeats: 0\n", 5, "repeats", "greater than or equal to 1"),
+    (BASE + "budget: [1]\n", 5, "budget", "unknown key"),
+    (BASE.replace("name: e\n", ""), 1, "name", "missing"),
+])
+def test_eval_errors_are_located(folder, text, line, field, message):
+    path = write(folder, text)
+    with pytest.raises(InputError) as caught:
+        load_eval(path)
+    assert (caught.value.line, caught.value.field) == (line, field)
+    assert message in caught.value.message
+
+
+def test_a_broken_scenario_is_reported_in_its_own_file(folder):
+    bad = folder / "s" / "b.yaml"
+    bad.write_text(SCENARIO.read_text().replace("kind: number", "kind: 5 5"))
+    with pytest.raises(InputError) as caught:
+        load_eval(write(folder, BASE))
+    assert caught.value.path == str(bad) and caught.value.field.endswith("kind")
+
+
+def test_duplicate_scenario_ids_are_rejected(folder):
+    (folder / "s" / "b.yaml").write_text(SCENARIO.read_text())
+    with pytest.raises(InputError, match="scenario id 'tiny' is also used by"):
+        load_eval(write(folder, BASE))
+
+
+def test_custom_strategy_is_imported_only_when_named(folder, monkeypatch):
+    (folder / "mycompact.py").write_text("def keep_last(messages, client, out, limit):\n    return messages[-2:]\n")
+    monkeypatch.syspath_prepend(str(folder))
+    ev = load_eval(write(folder, BASE + "strategies: [mycompact:keep_last]\n"))
+    assert ev.custom["mycompact:keep_last"].__name__ == "keep_last"
+
+
+@pytest.mark.parametrize("name", ["smoke.yaml", "full.yaml"])
+def test_shipped_evals_load(name):
+    ev = load_eval(REPO / "evals" / name)
+    assert ev.scenarios and ev.prompts

@@ -1,0 +1,88 @@
+"""End to end against the embedded model (SmolLM2 in llama.cpp's server, in process)."""
+
+import io
+import json
+from pathlib import Path
+
+import anthropic
+import pytest
+
+from harness.agent import Agent
+from harness.cli import main
+from harness.compaction import ACKNOWLEDGEMENT, CompactionSettings, SUMMARY_PREFIX
+from harness.models import open_model
+from harness.run import read_jsonl
+from harness.score import VERDICTS
+
+pytestmark = pytest.mark.e2e
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def local():
+    return open_model("local")
+
+
+def test_three_turns_compact_and_the_compacted_history_is_accepted(local):
+    out = io.StringIO()
+    agent = Agent(local, context_limit=600, max_tokens=96, output_stream=out,
+                  settings=CompactionSettings(summary_max_tokens=96))
+    for question in ["Tell me about the Eiffel Tower in detail.", "And the Louvre?", "And Notre-Dame?"]:
+        assert agent.ask(question)
+    assert "[compact] folded" in out.getvalue()
+    event = agent.events[0]
+    # A weak model's summary can be longer than what it replaced: recorded, not assumed away.
+    assert event.summary and event.output_tokens > 0 and event.size_before > 600 and event.size_after > 0
+    assert agent.messages[0]["content"].startswith(SUMMARY_PREFIX)
+    assert agent.messages[1]["content"] == ACKNOWLEDGEMENT
+    assert agent.messages[-2]["content"] == "And Notre-Dame?"  # the latest exchange is verbatim
+    assert isinstance(agent.ask("What did you tell me first?"), str)  # the server takes the compacted history
+
+
+def test_token_budget_counts_with_the_server(local):
+    agent = Agent(local, context_limit=60, max_tokens=48, output_stream=io.StringIO(),
+                  settings=CompactionSettings(unit="tokens", summary_max_tokens=64))
+    agent.ask("My locker code is 4471.")
+    agent.ask("What is a good name for a cat?")
+    agent.ask("And for a dog?")
+    assert agent.events and agent.events[0].unit == "tokens" and agent.events[0].size_before > 60
+
+
+def test_server_is_local_only_and_needs_its_key(local):
+    url = local.client.base_url
+    assert url.host == "127.0.0.1"
+    with pytest.raises(anthropic.AuthenticationError):
+        anthropic.Anthropic(base_url=str(url), api_key="wrong", max_retries=0).messages.create(
+            model="x", max_tokens=4, messages=[{"role": "user", "content": "hi"}])
+
+
+def test_a_small_eval_end_to_end(tmp_path, capsys, monkeypatch):
+    (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "evals/prompts/seed.txt").read_text())
+    for name in ("tiny.yaml", "tiny-tools.yaml"):
+        (tmp_path / name).write_text((DATA / name).read_text())
+    (tmp_path / "e.yaml").write_text(
+        "name: e2e\nscenarios: ['tiny*.yaml']\nbudgets: [300]\nprompts: [seed.txt]\n"
+        "strategies: [summary, none, no-history]\nsummary_max_tokens: 96\nreply_max_tokens: 64\n"
+        "probe: {max_tokens: 32}\n")
+    results = tmp_path / "results"
+    assert main(["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "Recall by summary prompt and budget" in printed and "summary: seed" in printed
+    (run_dir,) = (results / "runs").iterdir()
+    records = read_jsonl(run_dir / "records.jsonl")
+    assert len(records) == 6  # 2 scenarios x 3 cases x 1 fact
+    assert {r["verdict"] for r in records} <= set(VERDICTS) - {"error"}
+    summary_records = [r for r in records if r["strategy"] == "summary"]
+    assert all(r["location"] in ("summary", "gone") and r["compactions"] >= 1 for r in summary_records)
+    assert all(r["answer"] and r["input_tokens"] > 0 for r in records)
+    compactions = read_jsonl(run_dir / "compactions.jsonl")
+    assert compactions and all(c["summary"] for c in compactions)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["model"].startswith("SmolLM2") and manifest["model_calls"] > 0
+
+    # The same run again is served from the response cache: no model calls at all.
+    assert main(["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet"]) == 0
+    second = max((results / "runs").iterdir())
+    assert json.loads((second / "manifest.json").read_text())["model_calls"] == 0
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("latency_s", "cached")} for r in rs]
+    assert strip(read_jsonl(second / "records.jsonl")) == strip(records)
