@@ -135,9 +135,9 @@ CHAT_TOOLS = ToolRegistry([Tool(
     calculate)])
 
 
-def chat(agent: Agent, input_stream: TextIO = sys.stdin) -> None:
+def chat(agent: Agent, input_stream: TextIO | None = None) -> None:
     """The seed's outer loop: read a line, answer it, until end of input or 'quit'."""
-    out = agent.output_stream
+    out, input_stream = agent.output_stream, input_stream or sys.stdin
     while True:
         out.write("you> ")
         out.flush()
