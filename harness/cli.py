@@ -18,11 +18,11 @@ def _model_flags(parser: argparse.ArgumentParser, default: str | None) -> None:
     parser.add_argument("--base-url", help="an Anthropic-compatible server (llama-server, Ollama, a proxy)")
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from .config import load_eval
+def _run(args: argparse.Namespace):
+    """Run (or resume) the eval named on the command line; return it and its run folder."""
     from .cache import ResponseCache
+    from .config import load_eval
     from .models import default_jobs, open_model
-    from .report import text_report
     from .run import run_eval
 
     ev = load_eval(args.eval, prompts=args.prompt, model=args.model, budgets=args.budget, repeats=args.repeats)
@@ -32,9 +32,80 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.no_cache:
         client.cache = ResponseCache(Path(args.results) / "cache" / "responses.sqlite")
     judge = open_model(args.judge) if args.judge else None
-    run_dir = run_eval(ev, client, Path(args.results), resume=args.resume, judge=judge,
-                       progress=not args.quiet, jobs=jobs)
+    return ev, run_eval(ev, client, Path(args.results), resume=args.resume, judge=judge,
+                        progress=not args.quiet, jobs=jobs)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .report import text_report
+
+    _, run_dir = _run(args)
     print(text_report(run_dir))
+    return EXIT_OK
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import describe, pair
+    from .report import load_records
+
+    a = load_records(args.run_a)
+    b = load_records(args.run_b) if args.run_b else a
+    a, b = a[a["strategy"] == args.strategy], b[b["strategy"] == args.strategy]
+    prompts_a, prompts_b = args.a or sorted(a["prompt"].dropna().unique()), args.b or sorted(b["prompt"].dropna().unique())
+    if args.run_b is None and not (args.a and args.b):
+        raise InputError(args.run_a, "to compare prompts within one run, name them with --a and --b")
+    if args.strategy == "summary" and (len(prompts_a) != 1 or len(prompts_b) != 1):
+        raise InputError(args.run_a, f"each side needs one prompt (A has {', '.join(prompts_a)}; "
+                                     f"B has {', '.join(prompts_b)}): choose with --a and --b")
+    if args.strategy == "summary":
+        a, b = a[a["prompt"] == prompts_a[0]], b[b["prompt"] == prompts_b[0]]
+    label_a = f"A:{prompts_a[0]}" if args.strategy == "summary" else "A"
+    label_b = f"B:{prompts_b[0]}" if args.strategy == "summary" else "B"
+    print(describe(pair(a, b, label_a, label_b), flips=args.flips))
+    return EXIT_OK
+
+
+def _cmd_gate(args: argparse.Namespace) -> int:
+    import os
+
+    from . import gate
+    from .config import load_eval
+    from .report import load_manifest, load_records
+
+    try:
+        if not (args.run or args.eval):
+            raise gate.CannotJudge("give an eval file to run, or --run RUN_DIR to gate a finished run")
+        if args.run:
+            run_dir = args.run
+            spec_settings = gate.manifest_settings(load_manifest(run_dir))
+        else:
+            ev, run_dir = _run(args)
+            spec_settings = ev.spec.gate
+        settings = gate.settings_with(spec_settings, max_drop=args.max_drop, alpha=args.alpha,
+                                      floor=args.floor, max_error_rate=args.max_error_rate)
+        baseline_dir = args.baseline or Path(args.results) / "baselines" / load_manifest(run_dir)["eval"]["name"]
+        baseline, baseline_about = gate.load_baseline(Path(baseline_dir))
+        cells = gate.evaluate(baseline, baseline_about, load_records(run_dir), load_manifest(run_dir),
+                              settings, args.against)
+    except gate.CannotJudge as exc:
+        print(f"gate: cannot judge: {exc}", file=sys.stderr)
+        return gate.EXIT_CANNOT_JUDGE
+    paths = gate.write_outputs(cells, settings, Path(run_dir) / "gate")
+    summary = paths["markdown"].read_text()
+    print(summary)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as file:
+            file.write(summary)
+    print(f"junit: {paths['junit']}\nmarkdown: {paths['markdown']}")
+    return gate.exit_code(cells)
+
+
+def _cmd_baseline(args: argparse.Namespace) -> int:
+    from .gate import record_baseline
+    from .report import load_manifest
+
+    name = args.name or load_manifest(args.run_dir)["eval"]["name"]
+    print(f"baseline recorded: {record_baseline(args.run_dir, Path(args.results) / 'baselines', name)}")
     return EXIT_OK
 
 
@@ -78,10 +149,28 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report import text_report
+    from .report import text_report, write_report
 
     print(text_report(args.run_dir))
+    for kind, path in write_report(args.run_dir, args.out).items():
+        print(f"{kind}: {path}")
     return EXIT_OK
+
+
+def _run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> None:
+    parser.add_argument("eval", nargs=None if eval_required else "?", help="an eval file, e.g. evals/smoke.yaml")
+    parser.add_argument("--prompt", action="append", metavar="FILE",
+                        help="run against this summary prompt instead of the eval's (repeatable)")
+    _model_flags(parser, None)
+    parser.add_argument("--budget", action="append", help="override the budgets (repeatable): 1200 or 40%%")
+    parser.add_argument("--repeats", type=int)
+    parser.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot'")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run")
+    parser.add_argument("--results", default="results", help="where runs/, cache/ and baselines/ live")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)")
+    parser.add_argument("--no-cache", action="store_true", help="do not reuse or store model responses")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,20 +178,35 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run an eval and print the results table")
-    run.add_argument("eval", help="an eval file, e.g. evals/smoke.yaml")
-    run.add_argument("--prompt", action="append", metavar="FILE",
-                     help="run against this summary prompt instead of the eval's (repeatable)")
-    _model_flags(run, None)
-    run.add_argument("--budget", action="append", help="override the budgets (repeatable): 1200 or 40%%")
-    run.add_argument("--repeats", type=int)
-    run.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot'")
-    run.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run")
-    run.add_argument("--results", default="results", help="where runs/ and cache/ live (default: results)")
-    run.add_argument("--jobs", type=int, metavar="N",
-                     help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)")
-    run.add_argument("--no-cache", action="store_true", help="do not reuse or store model responses")
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    _run_flags(run)
     run.set_defaults(handler=_cmd_run)
+
+    compare = commands.add_parser("compare", help="paired comparison of two runs, or of two prompts in one run")
+    compare.add_argument("run_a", type=Path)
+    compare.add_argument("run_b", type=Path, nargs="?", help="omit to compare prompts within RUN_A")
+    compare.add_argument("--a", action="append", metavar="PROMPT", help="prompt id on side A")
+    compare.add_argument("--b", action="append", metavar="PROMPT", help="prompt id on side B")
+    compare.add_argument("--strategy", default="summary", help="which strategy's records to pair (default summary)")
+    compare.add_argument("--flips", type=int, default=20, help="flipped facts listed each way (default 20)")
+    compare.set_defaults(handler=_cmd_compare)
+
+    gate_ = commands.add_parser("gate", help="run a candidate (or read --run) and compare it with a baseline; "
+                                             "exit 0 pass, 100 regression, 1 cannot judge")
+    _run_flags(gate_, eval_required=False)
+    gate_.add_argument("--run", type=Path, metavar="RUN_DIR", help="gate a finished run instead of running")
+    gate_.add_argument("--baseline", type=Path, help="baseline folder (default: RESULTS/baselines/<eval name>)")
+    gate_.add_argument("--against", metavar="PROMPT", help="the baseline prompt to compare with")
+    gate_.add_argument("--max-drop", type=float)
+    gate_.add_argument("--alpha", type=float)
+    gate_.add_argument("--floor", type=float)
+    gate_.add_argument("--max-error-rate", type=float)
+    gate_.set_defaults(handler=_cmd_gate)
+
+    baseline = commands.add_parser("baseline", help="record a finished run as the baseline the gate compares with")
+    baseline.add_argument("run_dir", type=Path)
+    baseline.add_argument("--name", help="baseline name (default: the eval's name)")
+    baseline.add_argument("--results", default="results")
+    baseline.set_defaults(handler=_cmd_baseline)
 
     chat = commands.add_parser("chat", help="talk to the agent and watch compaction fire")
     _model_flags(chat, "local")
@@ -121,8 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("files", nargs="+")
     validate.set_defaults(handler=_cmd_validate)
 
-    report = commands.add_parser("report", help="print the tables of a finished run")
+    report = commands.add_parser("report", help="print a run's tables; write markdown, CSV and HTML")
     report.add_argument("run_dir", type=Path)
+    report.add_argument("--out", type=Path, help="where to write (default: RUN_DIR/report)")
     report.set_defaults(handler=_cmd_report)
     return parser
 

@@ -42,6 +42,16 @@ class ProbeSettings(BaseModel):
     limit: int | None = Field(default=None, ge=1, description="Probe at most this many facts per scenario.")
 
 
+class GateSettings(BaseModel):
+    """When `harness gate` fails a candidate; flags override each value."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_drop: float = Field(default=0.05, ge=0, le=1, description="Largest tolerated drop in recall.")
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="Significance level of the paired test.")
+    floor: float = Field(default=0.0, ge=0, le=1, description="Recall under this fails outright.")
+    max_error_rate: float = Field(default=0.1, ge=0, le=1, description="More errors than this: cannot judge.")
+
+
 class EvalFile(BaseModel):
     """The eval file format; `harness schema eval` prints it as JSON Schema."""
 
@@ -62,6 +72,7 @@ class EvalFile(BaseModel):
     summary_max_tokens: int = Field(default=512, ge=1)
     reply_max_tokens: int = Field(default=200, ge=1, description="Token limit of live agent replies.")
     probe: ProbeSettings = ProbeSettings()
+    gate: GateSettings = GateSettings()
 
     @field_validator("strategies")
     @classmethod

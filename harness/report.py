@@ -1,9 +1,18 @@
-"""Tables from a run folder: recall by prompt x budget beside the controls, by fact kind,
-and where the lost facts were lost."""
+"""Tables and plots from a run folder.
+
+`load_records` gives the pandas DataFrame behind every table (for notebooks); `text_report`
+prints the tables; `write_report` writes markdown (fits a pull-request comment or
+$GITHUB_STEP_SUMMARY), CSV, and a self-contained HTML page with the plots embedded as PNG.
+Every rate carries its n and a 95% Wilson interval.
+"""
 
 from __future__ import annotations
 
+import base64
+import html
+import io
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +20,10 @@ import pandas as pd
 from .run import read_jsonl
 
 CEILING, NO_HISTORY = "ceiling (full history)", "control: no history"
+CONTROLS = (CEILING, NO_HISTORY)
+
+
+# --- data ----------------------------------------------------------------------------
 
 
 def load_records(run_dir: str | Path) -> pd.DataFrame:
@@ -25,49 +38,75 @@ def load_records(run_dir: str | Path) -> pd.DataFrame:
     return df
 
 
+def load_compactions(run_dir: str | Path) -> pd.DataFrame:
+    return pd.DataFrame(read_jsonl(Path(run_dir) / "compactions.jsonl"))
+
+
 def load_manifest(run_dir: str | Path) -> dict:
     return json.loads((Path(run_dir) / "manifest.json").read_text())
 
 
-def _rate(group: pd.DataFrame) -> str:
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval: sensible at 0, at n, and for small n, unlike p +- 2se."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def recall(group: pd.DataFrame) -> tuple[int, int]:
+    """(recalled, scored): errors are excluded, never counted as forgetting."""
     scored = group[group["verdict"] != "error"]
-    if scored.empty:
+    return int((scored["verdict"] == "recalled").sum()), len(scored)
+
+
+def rate_text(group: pd.DataFrame) -> str:
+    hits, n = recall(group)
+    if n == 0:
         return "n/a"
-    hits = int((scored["verdict"] == "recalled").sum())
-    return f"{hits / len(scored):4.0%} ({hits}/{len(scored)})"
+    low, high = wilson(hits, n)
+    return f"{hits / n:.0%} ({hits}/{n}; {low:.0%}-{high:.0%})"
 
 
-def _budget_order(budget: str) -> tuple[bool, float]:
+def budget_order(budget: str) -> tuple[bool, float]:
     return (budget.endswith("%"), float(budget.rstrip("%")))
+
+
+def variant_order(variants) -> list[str]:
+    return sorted(variants, key=lambda v: (v in CONTROLS, v == NO_HISTORY, v))
+
+
+# --- tables ----------------------------------------------------------------------------
 
 
 def recall_by_budget(df: pd.DataFrame) -> pd.DataFrame:
     """Rows: summary prompts and strategies; columns: budgets. Controls do not depend on the
     budget, so their rate is repeated in every column, to read beside each variant."""
-    budgets = sorted(df["budget"].dropna().unique(), key=_budget_order)
+    budgets = sorted(df["budget"].dropna().unique(), key=budget_order) or ["any"]
     rows = {}
-    for variant, group in df.groupby("variant", sort=True):
-        if group["budget"].isna().all():
-            rows[variant] = {b: _rate(group) for b in budgets} if budgets else {"any": _rate(group)}
-        else:
-            rows[variant] = {b: _rate(group[group["budget"] == b]) for b in budgets}
-    order = sorted(rows, key=lambda v: (v in (CEILING, NO_HISTORY), v == NO_HISTORY, v))
-    table = pd.DataFrame.from_dict({v: rows[v] for v in order}, orient="index")
-    table.columns = [f"budget {b}" for b in table.columns]
-    table["errors"] = [int((df[df["variant"] == v]["verdict"] == "error").sum()) for v in order]
-    return table
+    for variant in variant_order(df["variant"].unique()):
+        group = df[df["variant"] == variant]
+        cells = {b: rate_text(group if group["budget"].isna().all() else group[group["budget"] == b])
+                 for b in budgets}
+        rows[variant] = {**{f"budget {b}": c for b, c in cells.items()},
+                         "errors": int((group["verdict"] == "error").sum())}
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def recall_by_kind(df: pd.DataFrame) -> pd.DataFrame:
-    table = df.groupby(["kind", "variant"]).apply(_rate, include_groups=False).unstack("variant")
-    return table.fillna("")
+    table = {v: {kind: rate_text(g) for kind, g in df[df["variant"] == v].groupby("kind")}
+             for v in variant_order(df["variant"].unique())}
+    return pd.DataFrame(table).fillna("")
 
 
 def where_lost(df: pd.DataFrame) -> pd.DataFrame:
     """For compacting strategies: of the facts not recalled, where they were at probe time."""
     compacted = df[~df["strategy"].isin(["none", "no-history"])]
     rows = {}
-    for variant, group in compacted.groupby("variant"):
+    for variant in variant_order(compacted["variant"].unique()):
+        group = compacted[compacted["variant"] == variant]
         lost = group[~group["verdict"].isin(["recalled", "error"])]
         rows[variant] = {
             "probes": len(group),
@@ -82,12 +121,34 @@ def where_lost(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
+def survival_by_compactions(df: pd.DataFrame) -> pd.DataFrame:
+    """Recall by how many compactions a fact went through (3 and more pooled)."""
+    compacted = df[~df["strategy"].isin(["none", "no-history"])].copy()
+    compacted["through"] = compacted["compactions"].clip(upper=3).map(lambda n: "3+" if n == 3 else str(n))
+    table = {v: {t: rate_text(g) for t, g in compacted[compacted["variant"] == v].groupby("through")}
+             for v in variant_order(compacted["variant"].unique())}
+    return pd.DataFrame(table).T.fillna("")
+
+
+def summary_costs(compactions: pd.DataFrame) -> pd.DataFrame:
+    """Per summary prompt: how much each compaction shrank the history, and what it cost."""
+    summaries = compactions[(compactions.get("strategy") == "summary") & compactions["summary"].notna()] \
+        if not compactions.empty else compactions
+    if summaries.empty:
+        return pd.DataFrame()
+    summaries = summaries.assign(ratio=summaries["size_after"] / summaries["size_before"])
+    return summaries.groupby("prompt").agg(
+        compactions=("ratio", "size"),
+        median_compression=("ratio", "median"),
+        mean_summary_tokens=("output_tokens", "mean"),
+        mean_latency_s=("latency_s", "mean"),
+    ).round(2)
+
+
 def text_report(run_dir: str | Path) -> str:
     df = load_records(run_dir)
-    about = load_manifest(run_dir)
     sections = [
-        f"eval {about['eval']['name']} on {about['model']}: {len(df)} probes, "
-        f"{df['scenario'].nunique()} scenarios; recall = recalled / probes scored (errors excluded)",
+        _headline(df, load_manifest(run_dir)),
         "Recall by summary prompt and budget\n" + recall_by_budget(df).to_string(),
         "Recall by fact kind\n" + recall_by_kind(df).to_string(),
     ]
@@ -96,3 +157,165 @@ def text_report(run_dir: str | Path) -> str:
         sections.append("Where facts were lost\n" + lost.to_string())
     sections.append(f"Run folder: {run_dir}")
     return "\n\n".join(sections)
+
+
+def _headline(df: pd.DataFrame, about: dict) -> str:
+    return (f"eval {about['eval']['name']} on {about['model']}: {len(df)} probes, "
+            f"{df['scenario'].nunique()} scenarios; recall = recalled / probes scored "
+            "(errors excluded; 95% Wilson interval)")
+
+
+# --- markdown --------------------------------------------------------------------------
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    header = ["", *map(str, table.columns)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for index, row in table.iterrows():
+        cells = [str(index), *(str(v) for v in row)]
+        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown_report(run_dir: str | Path) -> str:
+    df = load_records(run_dir)
+    parts = [f"### Compaction recall: {load_manifest(run_dir)['eval']['name']}", _headline(df, load_manifest(run_dir)),
+             "**Recall by summary prompt and budget**", markdown_table(recall_by_budget(df)),
+             "**Recall by fact kind**", markdown_table(recall_by_kind(df))]
+    lost = where_lost(df)
+    if not lost.empty:
+        parts += ["**Where facts were lost**", markdown_table(lost)]
+    return "\n\n".join(parts) + "\n"
+
+
+# --- plots and HTML ----------------------------------------------------------------------
+
+
+def _png(figure) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _rate(group: pd.DataFrame) -> float:
+    hits, n = recall(group)
+    return hits / n if n else float("nan")
+
+
+def plots(df: pd.DataFrame, compactions: pd.DataFrame) -> dict[str, str]:
+    """Each plot as base64 PNG, keyed by its title."""
+    import matplotlib
+    matplotlib.use("Agg")  # no display: files only
+    import matplotlib.pyplot as plt
+
+    images = {}
+    budgets = sorted(df["budget"].dropna().unique(), key=budget_order)
+    variants = [v for v in variant_order(df["variant"].unique()) if v not in CONTROLS]
+    if budgets:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        x = range(len(budgets))
+        for v in variants:
+            group = df[df["variant"] == v]
+            ax.plot(x, [_rate(group[group["budget"] == b]) for b in budgets], marker="o", label=v)
+        for control, style in ((CEILING, "--"), (NO_HISTORY, ":")):
+            if control in set(df["variant"]):
+                ax.axhline(_rate(df[df["variant"] == control]), linestyle=style, color="grey", label=control)
+        ax.set(xticks=list(x), xticklabels=budgets, xlabel="budget", ylabel="recall", ylim=(0, 1.05),
+               title="Recall versus budget")
+        ax.legend(fontsize=8)
+        images["Recall versus budget"] = _png(fig)
+
+    kinds = sorted(df["kind"].unique())
+    all_variants = variant_order(df["variant"].unique())
+    grid = [[_rate(df[(df["kind"] == k) & (df["variant"] == v)]) for v in all_variants] for k in kinds]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(all_variants), 0.8 + 0.45 * len(kinds)))
+    shown = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    ax.set(xticks=range(len(all_variants)), yticks=range(len(kinds)), yticklabels=kinds, title="Recall by fact kind")
+    ax.set_xticklabels(all_variants, rotation=30, ha="right", fontsize=8)
+    for i, row in enumerate(grid):
+        for j, value in enumerate(row):
+            if value == value:  # not NaN
+                ax.text(j, i, f"{value:.0%}", ha="center", va="center", color="white" if value < 0.6 else "black")
+    fig.colorbar(shown, ax=ax)
+    images["Recall by fact kind and variant"] = _png(fig)
+
+    lost = where_lost(df)
+    if not lost.empty:
+        parts = ["recalled", "lost: not in summary", "lost: in summary, not recalled", "lost: still verbatim", "errors"]
+        fig, ax = plt.subplots(figsize=(7, 0.9 + 0.5 * len(lost)))
+        left = pd.Series(0, index=lost.index)
+        for part in parts:
+            share = lost[part] / lost["probes"]
+            ax.barh(lost.index, share, left=left, label=part)
+            left += share
+        ax.set(xlim=(0, 1), xlabel="share of probes", title="Where facts were lost")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
+        images["Where facts were lost"] = _png(fig)
+
+        compacted = df[~df["strategy"].isin(["none", "no-history"])]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for v in variant_order(compacted["variant"].unique()):
+            through = compacted[compacted["variant"] == v]["compactions"].clip(upper=3)
+            counts = sorted(through.unique())
+            group = compacted[compacted["variant"] == v]
+            ax.plot(counts, [_rate(group[through == c]) for c in counts], marker="o", label=v)
+        ax.set(xticks=[0, 1, 2, 3], xticklabels=["0", "1", "2", "3+"],
+               xlabel="compactions the fact went through", ylabel="recall", ylim=(0, 1.05),
+               title="Survival by number of compactions")
+        ax.legend(fontsize=8)
+        images["Survival by number of compactions"] = _png(fig)
+
+    costs = summary_costs(compactions)
+    if not costs.empty:
+        fig, (left_ax, right_ax) = plt.subplots(1, 2, figsize=(9, 3.5))
+        left_ax.bar(costs.index, costs["median_compression"])
+        left_ax.axhline(1, color="grey", linestyle="--")
+        left_ax.set(title="Median size after / before compaction", ylabel="ratio (below 1 shrinks)")
+        right_ax.bar(costs.index, costs["mean_summary_tokens"])
+        right_ax.set(title="Mean summary length", ylabel="tokens")
+        for axis in (left_ax, right_ax):
+            axis.tick_params(axis="x", labelrotation=30, labelsize=8)
+        images["Compression and summary tokens per prompt"] = _png(fig)
+    return images
+
+
+def _html_table(table: pd.DataFrame) -> str:
+    return table.to_html(escape=True, border=0, classes="t")  # escape: cells may hold model text
+
+
+def html_report(run_dir: str | Path) -> str:
+    df, compactions, about = load_records(run_dir), load_compactions(run_dir), load_manifest(run_dir)
+    e = html.escape
+    sections = [f"<h1>Compaction recall: {e(about['eval']['name'])}</h1>", f"<p>{e(_headline(df, about))}</p>",
+                "<h2>Recall by summary prompt and budget</h2>", _html_table(recall_by_budget(df))]
+    for title, png in plots(df, compactions).items():
+        sections.append(f'<h2>{e(title)}</h2><img alt="{e(title)}" src="data:image/png;base64,{png}">')
+    sections += ["<h2>Recall by fact kind</h2>", _html_table(recall_by_kind(df))]
+    lost = where_lost(df)
+    if not lost.empty:
+        sections += ["<h2>Where facts were lost</h2>", _html_table(lost),
+                     "<h2>Survival by number of compactions</h2>", _html_table(survival_by_compactions(df))]
+    costs = summary_costs(compactions)
+    if not costs.empty:
+        sections += ["<h2>Summary cost per prompt</h2>", _html_table(costs)]
+    misses = df[~df["verdict"].isin(["recalled"])][["case", "fact", "expected", "verdict", "location", "answer"]]
+    sections += [f"<h2>Facts not recalled ({len(misses)})</h2>", _html_table(misses.fillna("").head(200))]
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+             "table.t{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
+             "table.t td,table.t th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
+             "img{max-width:100%}")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(about['eval']['name'])} report</title>"
+            f"<style>{style}</style></head><body>{''.join(sections)}</body></html>")
+
+
+def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> dict[str, Path]:
+    """Write report.md, records.csv and report.html; return their paths."""
+    out = Path(out_dir or Path(run_dir) / "report")
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": out / "report.md", "csv": out / "records.csv", "html": out / "report.html"}
+    paths["markdown"].write_text(markdown_report(run_dir), encoding="utf-8")
+    load_records(run_dir).to_csv(paths["csv"], index=False)
+    paths["html"].write_text(html_report(run_dir), encoding="utf-8")
+    return paths

@@ -1,0 +1,178 @@
+"""Compare and gate: paired statistics, exit codes, JUnit and markdown outputs."""
+
+import json
+import random
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.cli import main
+from harness.compare import bootstrap_interval, mcnemar_exact, pair
+from harness.report import html_report, load_records, markdown_report, wilson, write_report
+
+MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf:98362432"
+
+
+def make_run(folder: Path, hits: dict, prompt: str = "seed", model: str = MODEL, errors: int = 0) -> Path:
+    """A run folder with one summary record per (scenario, fact, budget); `hits` says which recall."""
+    folder.mkdir(parents=True)
+    records = []
+    for i, ((scenario, fact, budget), hit) in enumerate(sorted(hits.items())):
+        verdict = "error" if i < errors else ("recalled" if hit else "forgot")
+        records.append({"case": f"{scenario}/summary/{budget}/{prompt}/0", "scenario": scenario, "fact": fact,
+                        "kind": "number", "budget": budget, "strategy": "summary", "prompt": prompt,
+                        "repeat": 0, "verdict": verdict, "answer": f"<script>alert({i})</script>",
+                        "expected": "42", "location": "gone", "compactions": 1, "model": model})
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "manifest.json").write_text(json.dumps({"eval": {"name": "crafted", "gate": {}}, "model": model}))
+    return folder
+
+
+def facts(n_scenarios=8, per=5, budgets=("40%", "70%")):
+    return [(f"s{s}", f"f{f}", b) for s in range(n_scenarios) for f in range(per) for b in budgets]
+
+
+def test_exact_mcnemar_matches_hand_computation():
+    assert mcnemar_exact(1, 8) == pytest.approx(2 * (1 + 9) / 2 ** 9)  # 0.0390625
+    assert mcnemar_exact(0, 5) == pytest.approx(2 / 32)
+    assert mcnemar_exact(3, 3) == 1.0 and mcnemar_exact(0, 0) == 1.0
+
+
+def test_wilson_interval():
+    assert wilson(0, 10) == (0.0, pytest.approx(0.2775, abs=1e-4))
+    low, high = wilson(5, 10)
+    assert (low, high) == (pytest.approx(0.2366, abs=1e-4), pytest.approx(0.7634, abs=1e-4))
+
+
+def test_bootstrap_resamples_scenarios():
+    rows = pd.DataFrame({"scenario": ["a", "a", "b", "b"], "hit_a": [True, True, True, False],
+                         "hit_b": [True, True, True, False]})
+    assert bootstrap_interval(rows) == (0.0, 0.0)
+    rows["hit_b"] = [False, False, True, False]  # all the loss sits in scenario a
+    low, high = bootstrap_interval(rows)
+    assert -1.0 <= low < high <= 0.0 and low == pytest.approx(-1.0)
+
+
+def test_pairing_leaves_out_errors_and_lists_flips(tmp_path):
+    keys = facts(2, 3, ("40%",))
+    a = load_records(make_run(tmp_path / "a", {k: True for k in keys}))
+    b = load_records(make_run(tmp_path / "b", {k: k[1] != "f0" for k in keys}, errors=1))
+    comparison = pair(a, b, "A", "B")
+    assert comparison.n == len(keys) - 1
+    assert sorted(comparison.lost["fact"]) == ["f0"] and comparison.gained.empty
+
+
+def gate(tmp_path, baseline_hits, candidate_hits, *extra, **run_kwargs):
+    base = make_run(tmp_path / "base", baseline_hits)
+    cand = make_run(tmp_path / "cand", candidate_hits, **run_kwargs)
+    return main(["gate", "--run", str(cand), "--baseline", str(base), *extra]), cand
+
+
+def test_a_clearly_worse_candidate_exits_100(tmp_path, capsys):
+    keys = facts()
+    code, cand = gate(tmp_path, {k: True for k in keys}, {k: k[1] == "f0" for k in keys})
+    assert code == 100
+    out = capsys.readouterr().out
+    assert "### Summary-prompt gate: regression" in out and "FAIL: recall dropped 80.0%" in out
+    suite = ET.parse(cand / "gate" / "gate-junit.xml").getroot()
+    assert suite.get("tests") == "3" and suite.get("failures") == "3"
+    assert [c.get("name") for c in suite] == ["budget 40%", "budget 70%", "budget all"]
+
+
+def test_a_candidate_differing_only_by_noise_exits_0(tmp_path, capsys):
+    keys = facts()
+    rng = random.Random(1)
+    baseline = {k: rng.random() < 0.6 for k in keys}
+    candidate = dict(baseline)
+    # Three facts flip each way: noise, not a regression.
+    for k in rng.sample([k for k in keys if baseline[k]], 3) + rng.sample([k for k in keys if not baseline[k]], 3):
+        candidate[k] = not baseline[k]
+    code, _ = gate(tmp_path, baseline, candidate)
+    assert code == 0
+    assert "gate: pass" in capsys.readouterr().out
+
+
+def test_a_small_drop_that_is_significant_but_under_the_margin_passes(tmp_path):
+    keys = facts()
+    candidate = {k: not (k[1] == "f0" and k[0] in ("s0", "s1")) for k in keys}  # 4 of 80 lost: 5%
+    code, _ = gate(tmp_path, {k: True for k in keys}, candidate, "--max-drop", "0.1")
+    assert code == 0
+
+
+def test_the_floor_fails_even_without_a_drop(tmp_path):
+    keys = facts()
+    code, _ = gate(tmp_path, {k: k[1] == "f0" for k in keys}, {k: k[1] == "f0" for k in keys}, "--floor", "0.5")
+    assert code == 100
+
+
+def test_missing_baseline_exits_1_with_a_clear_message(tmp_path, capsys):
+    cand = make_run(tmp_path / "cand", {k: True for k in facts()})
+    assert main(["gate", "--run", str(cand), "--baseline", str(tmp_path / "nowhere")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gate: cannot judge: no baseline at") and "harness baseline RUN_DIR" in err
+
+
+def test_baseline_of_another_model_or_too_many_errors_exit_1(tmp_path, capsys):
+    keys = facts()
+    code, _ = gate(tmp_path / "m", {k: True for k in keys}, {k: True for k in keys}, model="claude-x")
+    assert code == 1 and "recorded on" in capsys.readouterr().err
+    code, _ = gate(tmp_path / "e", {k: True for k in keys}, {k: True for k in keys}, errors=40)
+    assert code == 1 and "failed with errors" in capsys.readouterr().err
+
+
+def test_baseline_command_records_what_the_gate_reads(tmp_path, capsys):
+    run = make_run(tmp_path / "run", {k: True for k in facts()})
+    assert main(["baseline", str(run), "--results", str(tmp_path / "results")]) == 0
+    recorded = tmp_path / "results" / "baselines" / "crafted"
+    assert sorted(p.name for p in recorded.iterdir()) == ["manifest.json", "records.jsonl"]
+    assert main(["gate", "--run", str(run), "--results", str(tmp_path / "results")]) == 0
+
+
+def test_compare_command_within_one_run(tmp_path, capsys):
+    run = make_run(tmp_path / "a", {k: True for k in facts(2, 2, ("40%",))})
+    other = make_run(tmp_path / "b", {k: False for k in facts(2, 2, ("40%",))}, prompt="terse")
+    assert main(["compare", str(run), str(other)]) == 0
+    out = capsys.readouterr().out
+    assert "A:seed: 100%   B:terse: 0%   on 4 paired probes" in out and "exact McNemar p = 0.125" in out
+    assert main(["compare", str(run)]) == 1  # within one run, prompts must be named
+
+
+def test_reports_escape_model_text(tmp_path):
+    run = make_run(tmp_path / "run", {k: k[1] == "f0" for k in facts(2, 2)})
+    (run / "compactions.jsonl").write_text("")
+    page = html_report(run)
+    assert "<script>alert" not in page and "&lt;script&gt;alert" in page
+    assert "| summary: seed |" in markdown_report(run)
+    paths = write_report(run)
+    assert {p.name for p in paths.values()} == {"report.md", "records.csv", "report.html"}
+    assert len(pd.read_csv(paths["csv"])) == 8
+
+
+CHROMIUM = shutil.which("chromium")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: run scripts/install-chromium.sh")
+def test_html_report_renders_its_plots_in_headless_chromium(tmp_path):
+    run = make_run(tmp_path / "run", {k: k[1] in ("f0", "f1") for k in facts(3, 3)})
+    (run / "compactions.jsonl").write_text(json.dumps({"strategy": "summary", "prompt": "seed", "summary": "s",
+                                                        "size_before": 100, "size_after": 40,
+                                                        "output_tokens": 20, "latency_s": 1.0}) + "\n")
+    page = write_report(run)["html"]
+    # A copy with a probe that, once the page has loaded, records whether every image decoded.
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace("</body>", (
+        "<script>window.addEventListener('load', () => { document.body.dataset.images = "
+        "[...document.images].map(i => i.complete && i.naturalWidth > 0 ? 'ok' : 'broken').join(','); });"
+        "</script></body>")))
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    images = result.stdout.split('data-images="')[1].split('"')[0].split(",")
+    assert len(images) == 5 and set(images) == {"ok"}
