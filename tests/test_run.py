@@ -225,9 +225,9 @@ def test_report_tables(eval_file, tmp_path):
     from harness.report import load_records
     df = load_records(run_dir)
     table = recall_by_budget(df)
-    assert table.loc["summary: user-lines", "budget 150"].strip() == "50% (1/2)"
-    assert table.loc["ceiling (full history)", "budget 150"].strip() == "100% (2/2)"
-    assert table.loc["control: no history", "budget 100%"].strip() == "0% (0/2)"
+    assert table.loc["summary: user-lines", "budget 150"] == "50% (1/2; 9%-91%)"
+    assert table.loc["ceiling (full history)", "budget 150"] == "100% (2/2; 34%-100%)"
+    assert table.loc["control: no history", "budget 100%"] == "0% (0/2; 0%-66%)"
     lost = where_lost(df)
     assert lost.loc["summary: user-lines", "lost: not in summary"] == 2
     assert lost.loc["truncate", "recalled"] == 2
