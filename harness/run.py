@@ -16,7 +16,7 @@ import json
 import os
 import platform
 import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -277,7 +277,7 @@ def manifest(ev: Eval, client: Any, judge: Any) -> dict:
 def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = None,
              judge: Any = None, progress: bool = True, jobs: int = 1) -> Path:
     """Run every case not yet finished, `jobs` at a time; return the run folder.
-    Each case's own calls stay in order; cases are written as they finish."""
+    Each case's own calls stay in order."""
     about = manifest(ev, client, judge)
     if resume:
         folder = RunFolder(resume)
@@ -302,10 +302,11 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
     todo = [case for case in plan_cases(ev) if case.id not in done]
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
-        futures = {pool.submit(runner.run, case): case for case in todo}
-        for future in tqdm(as_completed(futures), total=len(todo), desc=ev.spec.name, unit="case",
-                           disable=not progress, dynamic_ncols=True):
-            folder.write_case(futures[future], *future.result())
+        futures = [pool.submit(runner.run, case) for case in todo]
+        # Written in plan order, so two runs of one eval give files that diff line by line.
+        for case, future in tqdm(zip(todo, futures), total=len(todo), desc=ev.spec.name, unit="case",
+                                 disable=not progress, dynamic_ncols=True):
+            folder.write_case(case, *future.result())
     finally:
         pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
     about["finished"] = dt.datetime.now().isoformat(timespec="seconds")
