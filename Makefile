@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test clean
+.PHONY: demo test gate clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest -q
+
+# Our own summary prompts go through the same gate as users' ones: a smoke run on the
+# embedded model against the committed baseline (exit 100 on a significant regression).
+gate: $(STAMP)
+	$(BIN)/harness gate evals/smoke.yaml --quiet
 
 clean:
 	rm -rf $(VENV) results/runs results/cache

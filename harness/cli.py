@@ -29,9 +29,11 @@ def _run(args: argparse.Namespace):
     base_url = args.base_url or ev.spec.base_url
     jobs = args.jobs or default_jobs(ev.spec.model, base_url)
     client = open_model(ev.spec.model, base_url=base_url, temperature=ev.spec.temperature, slots=jobs)
+    judge = open_model(args.judge) if args.judge else None
     if not args.no_cache:
         client.cache = ResponseCache(Path(args.results) / "cache" / "responses.sqlite")
-    judge = open_model(args.judge) if args.judge else None
+        if judge:
+            judge.cache = client.cache
     return ev, run_eval(ev, client, Path(args.results), resume=args.resume, judge=judge,
                         progress=not args.quiet, jobs=jobs)
 

@@ -90,15 +90,14 @@ def measure(messages: list[Message], client: Any, unit: str) -> int:
     return history_size(messages)
 
 
-def split_point(messages: list[Message], client: Any, context_limit: int,
-                settings: CompactionSettings) -> int | None:
+def split_point(messages: list[Message], size: int, context_limit: int, keep_recent: int) -> int | None:
     """Where to cut, or None when the history fits or everything in it is recent."""
-    if measure(messages, client, settings.unit) <= context_limit:
+    if size <= context_limit:
         return None
     starts = exchange_starts(messages)
-    if len(starts) <= settings.keep_recent:
+    if len(starts) <= keep_recent:
         return None
-    split = starts[-settings.keep_recent] if settings.keep_recent else len(messages)
+    split = starts[-keep_recent] if keep_recent else len(messages)
     return split or None
 
 
@@ -106,10 +105,10 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
             settings: CompactionSettings = CompactionSettings(),
             events: list[CompactionEvent] | None = None) -> list[Message]:
     """The seed's compaction: fold old exchanges into a model-written summary."""
-    split = split_point(messages, client, context_limit, settings)
+    size_before = measure(messages, client, settings.unit)
+    split = split_point(messages, size_before, context_limit, settings.keep_recent)
     if split is None:
         return messages
-    size_before = measure(messages, client, settings.unit)
     transcript = "\n".join(render_message(m) for m in messages[:split])
     response = client.create(
         max_tokens=settings.summary_max_tokens,
@@ -142,10 +141,10 @@ def truncate(messages: list[Message], client: Any, output_stream: TextIO, contex
              settings: CompactionSettings = CompactionSettings(),
              events: list[CompactionEvent] | None = None) -> list[Message]:
     """The floor: drop old exchanges outright, with no summary."""
-    split = split_point(messages, client, context_limit, settings)
+    size_before = measure(messages, client, settings.unit)
+    split = split_point(messages, size_before, context_limit, settings.keep_recent)
     if split is None:
         return messages
-    size_before = measure(messages, client, settings.unit)
     kept = messages[split:]
     output_stream.write(f"[compact] dropped {split} messages\n")
     if events is not None:

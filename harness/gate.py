@@ -37,8 +37,12 @@ class Cell:
     failures: list[str] = field(default_factory=list)
 
     @property
+    def scope(self) -> str:
+        return "all budgets" if self.budget == ALL_BUDGETS else f"budget {self.budget}"
+
+    @property
     def name(self) -> str:
-        return f"{self.prompt} @ budget {self.budget}"
+        return f"{self.prompt} @ {self.scope}"
 
 
 def record_baseline(run_dir: Path, baselines: Path, name: str) -> Path:
@@ -135,7 +139,7 @@ def junit_xml(cells: list[Cell]) -> str:
     suite = ET.Element("testsuite", name="compaction-gate", tests=str(len(cells)),
                        failures=str(sum(bool(c.failures) for c in cells)))
     for c in cells:
-        case = ET.SubElement(suite, "testcase", classname=f"prompt.{c.prompt}", name=f"budget {c.budget}")
+        case = ET.SubElement(suite, "testcase", classname=f"prompt.{c.prompt}", name=c.scope)
         if c.failures:
             failure = ET.SubElement(case, "failure", message="; ".join(c.failures))
             failure.text = "\n".join(f"lost {r.scenario}/{r.fact} ({r.budget})" for r in c.comparison.lost.itertuples())

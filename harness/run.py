@@ -112,7 +112,7 @@ class CaseRunner:
         strategy = {"summary": compact, "truncate": truncate}.get(case.strategy)
         if case.strategy in self.ev.custom:
             strategy = from_seed_signature(case.strategy, self.ev.custom[case.strategy])
-        tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, lambda _r=t.result, **_: _r)
+        tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result))
                               for t in scenario.tools])
         return Agent(self.client, tools, limit if strategy else None, strategy or compact, settings,
                      max_tokens=spec.reply_max_tokens, output_stream=io.StringIO())
@@ -186,6 +186,13 @@ class CaseRunner:
             if record["judge"]:
                 record["verdict"] = "recalled"
         return record
+
+
+def _returns(result: str):
+    """A scenario tool called live: whatever the arguments, it returns its scripted result."""
+    def run(**arguments: Any) -> str:
+        return result
+    return run
 
 
 def _fact_fields(fact: Probe) -> dict:

@@ -80,7 +80,7 @@ def test_a_clearly_worse_candidate_exits_100(tmp_path, capsys):
     assert "### Summary-prompt gate: regression" in out and "FAIL: recall dropped 80.0%" in out
     suite = ET.parse(cand / "gate" / "gate-junit.xml").getroot()
     assert suite.get("tests") == "3" and suite.get("failures") == "3"
-    assert [c.get("name") for c in suite] == ["budget 40%", "budget 70%", "budget all"]
+    assert [c.get("name") for c in suite] == ["budget 40%", "budget 70%", "all budgets"]
 
 
 def test_a_candidate_differing_only_by_noise_exits_0(tmp_path, capsys):
