@@ -125,6 +125,18 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_import(args: argparse.Namespace) -> int:
+    from .locomo import import_locomo
+    from .scenario import load_scenario, probes
+
+    for path, notes in import_locomo(args.file, args.out):
+        scenario = load_scenario(path)
+        print(f"{path}: {len(scenario.turns)} turns, {len(probes(scenario))} facts")
+        for note in notes:
+            print(f"  {note}")
+    return EXIT_OK
+
+
 def _cmd_schema(args: argparse.Namespace) -> int:
     from .config import EvalFile
     from .scenario import Scenario
@@ -218,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--summary-prompt", metavar="FILE", help="summary prompt file (default: the seed's)")
     chat.add_argument("--summary-max-tokens", type=int, default=512)
     chat.set_defaults(handler=_cmd_chat)
+
+    importer = commands.add_parser("import", help="convert a public benchmark into scenario files")
+    importer.add_argument("format", choices=["locomo"])
+    importer.add_argument("file", type=Path, help="a LoCoMo JSON file (one conversation, or the list of samples)")
+    importer.add_argument("--out", type=Path, required=True, help="folder for the scenario files")
+    importer.set_defaults(handler=_cmd_import)
 
     schema = commands.add_parser("schema", help="print the JSON Schema of scenario or eval files")
     schema.add_argument("kind", nargs="?", choices=["scenario", "eval"], default="scenario")

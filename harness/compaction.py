@@ -29,6 +29,13 @@ class CompactionSettings:
     keep_recent: int = 1  # exchanges kept verbatim
     summary_max_tokens: int = 512
     unit: Literal["chars", "tokens"] = "chars"  # the budget's yardstick
+    # The longest transcript one summary request may carry; longer ones fold in chunks, each
+    # summarised together with the summary so far. None: no limit (one request, as the seed).
+    max_transcript_chars: int | None = None
+
+
+class TranscriptTooLarge(Exception):
+    """One exchange alone is longer than the transcript limit: it cannot be summarised."""
 
 
 @dataclass
@@ -45,6 +52,7 @@ class CompactionEvent:
     output_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = False
+    chunks: int = 0  # summary requests this compaction made (more than one: folded in chunks)
     error: str | None = None  # set when the compaction was skipped; the history is unchanged
 
 
@@ -101,6 +109,28 @@ def split_point(messages: list[Message], size: int, context_limit: int, keep_rec
     return split or None
 
 
+def transcript_chunks(messages: list[Message], settings: CompactionSettings) -> list[str]:
+    """The transcript to summarise, cut at exchange starts into pieces that fit the limit,
+    leaving room for the summary so far that precedes every piece after the first."""
+    rendered = [render_message(m) for m in messages]
+    if settings.max_transcript_chars is None:
+        return ["\n".join(rendered)]
+    room = settings.max_transcript_chars - 4 * settings.summary_max_tokens - len(SUMMARY_PREFIX) - 2
+    starts = exchange_starts(messages)[1:] + [len(messages)]
+    chunks, current, begin = [], "", 0
+    for end in starts:
+        exchange = "\n".join(rendered[begin:end])
+        if len(exchange) > room:
+            raise TranscriptTooLarge(f"an exchange of {len(exchange):,} characters is longer than the "
+                                     f"summary transcript limit allows ({room:,}); raise summary_transcript_chars")
+        if current and len(current) + 1 + len(exchange) > room:
+            chunks.append(current)
+            current = ""
+        current = f"{current}\n{exchange}" if current else exchange
+        begin = end
+    return chunks + ([current] if current else [])
+
+
 def compact(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
             settings: CompactionSettings = CompactionSettings(),
             events: list[CompactionEvent] | None = None) -> list[Message]:
@@ -109,18 +139,24 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
     split = split_point(messages, size_before, context_limit, settings.keep_recent)
     if split is None:
         return messages
-    transcript = "\n".join(render_message(m) for m in messages[:split])
-    response = client.create(
-        max_tokens=settings.summary_max_tokens,
-        system=settings.summary_prompt,
-        messages=[{"role": "user", "content": transcript}],
-    )
-    usage, meta = response.get("usage", {}), response.get("harness", {})
-    event = CompactionEvent(
-        "summary", split, size_before, size_before, settings.unit,
-        input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
-        latency_s=meta.get("latency_s", 0.0), cached=meta.get("cached", False))
-    summary = next((b["text"] for b in response.get("content", []) if b["type"] == "text"), None)
+    event = CompactionEvent("summary", split, size_before, size_before, settings.unit)
+    summary = None
+    for chunk in transcript_chunks(messages[:split], settings):
+        transcript = chunk if summary is None else f"{SUMMARY_PREFIX}{summary}]\n{chunk}"
+        response = client.create(
+            max_tokens=settings.summary_max_tokens,
+            system=settings.summary_prompt,
+            messages=[{"role": "user", "content": transcript}],
+        )
+        usage, meta = response.get("usage", {}), response.get("harness", {})
+        event.chunks += 1
+        event.input_tokens += usage.get("input_tokens", 0)
+        event.output_tokens += usage.get("output_tokens", 0)
+        event.latency_s = round(event.latency_s + meta.get("latency_s", 0.0), 3)
+        event.cached = meta.get("cached", False)
+        summary = next((b["text"] for b in response.get("content", []) if b["type"] == "text"), None)
+        if summary is None:
+            break
     if summary is None:
         # Nothing to fold into: keep the history rather than lose it, and say so.
         event.folded_messages, event.error = 0, "summary response had no text block"

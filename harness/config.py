@@ -39,7 +39,9 @@ Budget = Annotated[str, BeforeValidator(_budget)]
 class ProbeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_tokens: int = Field(default=96, ge=1, description="Token limit of each probe answer.")
-    limit: int | None = Field(default=None, ge=1, description="Probe at most this many facts per scenario.")
+    sample: int | None = Field(default=None, ge=1, description="Probe a random sample of this many facts "
+                                                               "per scenario (the same sample in every case).")
+    seed: int = Field(default=0, description="Which sample `sample` draws.")
 
 
 class GateSettings(BaseModel):
@@ -70,6 +72,9 @@ class EvalFile(BaseModel):
     repeats: int = Field(default=1, ge=1)
     temperature: float = Field(default=0.0, ge=0, le=2)
     summary_max_tokens: int = Field(default=512, ge=1)
+    summary_transcript_chars: int | None = Field(
+        default=None, ge=1000, description="Longest transcript per summary request; longer ones fold in chunks. "
+                                           "Set it to fit the model's context window.")
     reply_max_tokens: int = Field(default=200, ge=1, description="Token limit of live agent replies.")
     probe: ProbeSettings = ProbeSettings()
     gate: GateSettings = GateSettings()

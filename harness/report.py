@@ -101,6 +101,22 @@ def recall_by_kind(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(table).fillna("")
 
 
+def recall_by_answer_type(df: pd.DataFrame) -> pd.DataFrame:
+    """Literal facts (the answer is a span of the conversation) apart from paraphrased ones
+    (imported benchmarks), and from facts whose right outcome is to abstain."""
+    types = pd.Series("literal", index=df.index)
+    if "literal" in df:
+        types[df["literal"] == False] = "paraphrased"  # noqa: E712 (a column that may hold NaN)
+    types[df["expected"] == "(abstain)"] = "abstain expected"
+    table = {v: {t: rate_text(g) for t, g in df[df["variant"] == v].groupby(types[df["variant"] == v])}
+             for v in variant_order(df["variant"].unique())}
+    return pd.DataFrame(table).fillna("")
+
+
+def _mixed_answer_types(df: pd.DataFrame) -> bool:
+    return ("literal" in df and (df["literal"] == False).any()) or (df["expected"] == "(abstain)").any()  # noqa: E712
+
+
 def where_lost(df: pd.DataFrame) -> pd.DataFrame:
     """For compacting strategies: of the facts not recalled, where they were at probe time."""
     compacted = df[~df["strategy"].isin(["none", "no-history"])]
@@ -152,6 +168,8 @@ def text_report(run_dir: str | Path) -> str:
         "Recall by summary prompt and budget\n" + recall_by_budget(df).to_string(),
         "Recall by fact kind\n" + recall_by_kind(df).to_string(),
     ]
+    if _mixed_answer_types(df):
+        sections.append("Recall by answer type\n" + recall_by_answer_type(df).to_string())
     lost = where_lost(df)
     if not lost.empty:
         sections.append("Where facts were lost\n" + lost.to_string())
@@ -182,6 +200,8 @@ def markdown_report(run_dir: str | Path) -> str:
     parts = [f"### Compaction recall: {load_manifest(run_dir)['eval']['name']}", _headline(df, load_manifest(run_dir)),
              "**Recall by summary prompt and budget**", markdown_table(recall_by_budget(df)),
              "**Recall by fact kind**", markdown_table(recall_by_kind(df))]
+    if _mixed_answer_types(df):
+        parts += ["**Recall by answer type**", markdown_table(recall_by_answer_type(df))]
     lost = where_lost(df)
     if not lost.empty:
         parts += ["**Where facts were lost**", markdown_table(lost)]
@@ -293,6 +313,8 @@ def html_report(run_dir: str | Path) -> str:
     for title, png in plots(df, compactions).items():
         sections.append(f'<h2>{e(title)}</h2><img alt="{e(title)}" src="data:image/png;base64,{png}">')
     sections += ["<h2>Recall by fact kind</h2>", _html_table(recall_by_kind(df))]
+    if _mixed_answer_types(df):
+        sections += ["<h2>Recall by answer type</h2>", _html_table(recall_by_answer_type(df))]
     lost = where_lost(df)
     if not lost.empty:
         sections += ["<h2>Where facts were lost</h2>", _html_table(lost),

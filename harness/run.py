@@ -15,6 +15,7 @@ import io
 import json
 import os
 import platform
+import random
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,15 +27,15 @@ import anthropic
 from tqdm import tqdm
 
 from .agent import Agent, Tool, ToolRegistry
-from .compaction import (CompactionSettings, Message, compact, exchange_starts, from_seed_signature,
-                         is_summary, measure, truncate)
+from .compaction import (CompactionSettings, Message, TranscriptTooLarge, compact, exchange_starts,
+                         from_seed_signature, is_summary, measure, truncate)
 from .config import USES_BUDGET, USES_PROMPT, Eval, Prompt
 from .inputs import InputError
 from .scenario import Probe, Scenario, Turn, probes
 from .score import JudgeError, judge_says_recalled, states, verdict
 
-# Errors from the model or its API: recorded as `error`, never scored as forgetting.
-MODEL_ERRORS = (anthropic.APIError, JudgeError)
+# Failures of the model, its API, the judge or compaction: recorded as `error`, never scored as forgetting.
+RECORDED_ERRORS = (anthropic.APIError, JudgeError, TranscriptTooLarge)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,15 @@ def resolve_limit(budget: str, scenario: Scenario, client: Any, unit: str) -> in
     return max(1, round(float(budget[:-1]) / 100 * measure(history, client, unit)))
 
 
+def sampled_probes(scenario: Scenario, sample: int | None, seed: int) -> list[Probe]:
+    """All of a scenario's probes, or a seeded random sample of them, in planting order."""
+    everything = probes(scenario)
+    if sample is None or sample >= len(everything):
+        return everything
+    chosen = set(random.Random(f"{seed}:{scenario.id}").sample(range(len(everything)), sample))
+    return [p for i, p in enumerate(everything) if i in chosen]
+
+
 def first_verbatim_turn(messages: list[Message], turns_played: int) -> int:
     """Turns before this one are no longer in the history verbatim (folded or dropped)."""
     kept = sum(1 for i in exchange_starts(messages) if not is_summary(messages[i]))
@@ -108,7 +118,7 @@ class CaseRunner:
         spec = self.ev.spec
         prompt = self.prompts.get(case.prompt)
         settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent,
-                                      spec.summary_max_tokens, spec.unit)
+                                      spec.summary_max_tokens, spec.unit, spec.summary_transcript_chars)
         strategy = {"summary": compact, "truncate": truncate}.get(case.strategy)
         if case.strategy in self.ev.custom:
             strategy = from_seed_signature(case.strategy, self.ev.custom[case.strategy])
@@ -119,7 +129,7 @@ class CaseRunner:
 
     def run(self, case: Case) -> tuple[list[dict], list[dict]]:
         scenario = self.scenarios[case.scenario]
-        facts = probes(scenario)[: self.ev.spec.probe.limit]
+        facts = sampled_probes(scenario, self.ev.spec.probe.sample, self.ev.spec.probe.seed)
         prompt = self.prompts.get(case.prompt)
         base = {"case": case.id, "scenario": case.scenario, "strategy": case.strategy,
                 "budget": case.budget, "prompt": case.prompt, "prompt_hash": prompt and prompt.hash,
@@ -138,7 +148,7 @@ class CaseRunner:
                         agent.messages += scripted_messages(turn, index)
                 # The compaction the agent would run before the next user line (the probe).
                 self._compact(agent, len(scenario.turns), base, compactions)
-        except MODEL_ERRORS as exc:
+        except RECORDED_ERRORS as exc:
             error = _describe_error(exc)
             return [{**base, **_fact_fields(f), "limit": None, "verdict": "error", "error": error}
                     for f in facts], compactions
@@ -160,7 +170,8 @@ class CaseRunner:
         else:
             folds = [c for c in compactions if c["folded_messages"] and c["first_verbatim_turn"] > fact.changed_turn]
             summaries = [c["summary"] for c in compactions if c["summary"] is not None]
-            in_summary = states(summaries[-1], fact.target.expected) if summaries else None
+            expected = fact.target.expected
+            in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
             verbatim = fact.changed_turn >= first_verbatim_turn(agent.messages, turns)
             record.update(compactions=len(folds), in_summary=in_summary,
                           location="verbatim" if verbatim else ("summary" if in_summary else "gone"))
@@ -168,7 +179,7 @@ class CaseRunner:
         probe_agent.messages.append({"role": "user", "content": fact.question})
         try:
             answer = probe_agent.respond()
-        except MODEL_ERRORS as exc:
+        except RECORDED_ERRORS as exc:
             return {**record, "verdict": "error", "error": _describe_error(exc)}
         usage = probe_agent.usage
         record.update(
@@ -178,10 +189,10 @@ class CaseRunner:
             cache_read_tokens=sum(u.get("cache_read_input_tokens") or 0 for u in usage),
             latency_s=round(sum(u.get("latency_s", 0.0) for u in usage), 3),
             cached=all(u.get("cached") for u in usage))
-        if self.judge is not None and record["verdict"] == "forgot":
+        if self.judge is not None and record["verdict"] == "forgot" and fact.target.expected is not None:
             try:
                 record["judge"] = judge_says_recalled(self.judge, fact.question, fact.target, answer)
-            except MODEL_ERRORS as exc:
+            except RECORDED_ERRORS as exc:
                 return {**record, "verdict": "error", "error": f"judge: {_describe_error(exc)}"}
             if record["judge"]:
                 record["verdict"] = "recalled"
@@ -198,7 +209,8 @@ def _returns(result: str):
 def _fact_fields(fact: Probe) -> dict:
     return {"fact": fact.fact_id, "kind": fact.kind, "planted_turn": fact.planted_turn,
             "changed_turn": fact.changed_turn, "superseded": fact.changed_turn != fact.planted_turn,
-            "expected": fact.target.expected.answer}
+            "literal": fact.literal,
+            "expected": fact.target.expected.answer if fact.target.expected else "(abstain)"}
 
 
 def _describe_error(exc: Exception) -> str:

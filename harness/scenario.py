@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -37,13 +37,13 @@ class _Strict(BaseModel):
 class Value(_Strict):
     """One value of a fact and what else counts as stating it."""
 
-    answer: Text = Field(description="The expected answer, as it should appear in a reply.")
+    answer: Text | None = Field(default=None, description="The expected answer, as it should appear in a reply.")
     aliases: list[Text] = Field(default=[], description="Other phrasings that also count.")
     regex: str | None = Field(default=None, description="A case-insensitive regex that also counts.")
     tolerance: float | None = Field(default=None, ge=0, description="Absolute tolerance for numeric answers.")
 
-    def expectation(self) -> Expectation:
-        return Expectation(self.answer, tuple(self.aliases), self.regex, self.tolerance)
+    def expectation(self, f1_threshold: float | None = None) -> Expectation:
+        return Expectation(self.answer or "", tuple(self.aliases), self.regex, self.tolerance, f1_threshold)
 
 
 class Fact(Value):
@@ -54,12 +54,38 @@ class Fact(Value):
     probe: Text = Field(description="The question asked at the end; must not contain the answer.")
     distractors: list[Text] = Field(
         default=[], description="Near-miss values (also in the conversation); stating one is not recall.")
+    match: Literal["exact", "f1"] = Field(
+        default="exact", description="exact: normalised phrase match; f1: token F1 for free-form answers.")
+    f1_threshold: float = Field(default=0.5, gt=0, le=1, description="With match: f1, the F1 that counts.")
+    expect: Literal["answer", "abstain"] = Field(
+        default="answer", description="abstain: the conversation cannot answer the probe; 'I don't know' is right.")
+    confabulations: list[Text] = Field(
+        default=[], description="With expect: abstain, tempting wrong answers, scored `confabulated`.")
+    literal: bool = Field(default=True, description="false: the answer paraphrases the conversation, "
+                                                    "so validation does not look for it in the planting turn.")
+
+    @model_validator(mode="after")
+    def _answer_unless_abstaining(self) -> Fact:
+        if self.expect == "answer" and self.answer is None:
+            raise ValueError("`answer` is required unless `expect: abstain`")
+        return self
+
+    def target_expectation(self) -> Expectation | None:
+        if self.expect == "abstain":
+            return None
+        return self.expectation(self.f1_threshold if self.match == "f1" else None)
 
 
 class Supersession(Value):
     """A later turn changes a fact: its probe then expects the new value."""
 
     fact: Slug = Field(description="Id of a fact planted in an earlier turn.")
+
+    @model_validator(mode="after")
+    def _has_answer(self) -> Supersession:
+        if self.answer is None:
+            raise ValueError("a supersession needs the new `answer`")
+        return self
 
 
 class ToolCall(_Strict):
@@ -129,6 +155,7 @@ class Probe:
     question: str
     planted_turn: int
     changed_turn: int  # last turn that planted or superseded it
+    literal: bool  # the answer is a span of the conversation, not a paraphrase
     target: Target
 
 
@@ -150,16 +177,18 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
             if fact.id in planted:
                 raise doc.error(loc + ("id",), f"duplicate fact id {fact.id!r}")
             planted[fact.id] = t
-            leaked = [v for v in (fact.answer, *fact.aliases) if mentions(fact.probe, v, fact.tolerance)]
+            leaked = [v for v in (fact.answer, *fact.aliases) if v and mentions(fact.probe, v, fact.tolerance)]
             if leaked:
                 raise doc.error(loc + ("probe",), f"the probe contains its own answer {leaked[0]!r}")
-            if not states(turn.text(), fact.expectation()):
-                raise doc.error(loc + ("answer",), f"{fact.answer!r} does not occur in {where}")
+            expected = fact.target_expectation()
+            if expected and fact.literal and not states(turn.text(), expected, within=True):
+                raise doc.error(loc + ("answer",), f"{fact.answer!r} does not occur in {where} "
+                                                   "(set `literal: false` if it is a paraphrase)")
         for s, change in enumerate(turn.supersedes):
             loc = ("turns", t, "supersedes", s)
             if planted.get(change.fact, t) >= t:
                 raise doc.error(loc + ("fact",), f"no fact {change.fact!r} is planted in an earlier turn")
-            if not states(turn.text(), change.expectation()):
+            if not states(turn.text(), change.expectation(), within=True):
                 raise doc.error(loc + ("answer",), f"{change.answer!r} does not occur in {where}")
 
 
@@ -186,7 +215,9 @@ def probes(scenario: Scenario) -> list[Probe]:
     for fact_id, (planted, fact) in facts.items():
         values = history[fact_id]
         changed, current = values[-1]
-        target = Target(current.expectation(), tuple(v.expectation() for _, v in values[:-1]),
-                        tuple(fact.distractors))
-        result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, target))
+        threshold = fact.f1_threshold if fact.match == "f1" else None
+        expected = fact.target_expectation() if current is fact else current.expectation(threshold)
+        target = Target(expected, tuple(v.expectation(threshold) for _, v in values[:-1]),
+                        tuple(fact.distractors), tuple(Expectation(c, f1_threshold=threshold) for c in fact.confabulations))
+        result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target))
     return result

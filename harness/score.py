@@ -11,7 +11,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-VERDICTS = ("recalled", "forgot", "stale", "abstained", "error")
+VERDICTS = ("recalled", "forgot", "stale", "abstained", "confabulated", "error")
 
 
 @dataclass(frozen=True)
@@ -22,15 +22,17 @@ class Expectation:
     aliases: tuple[str, ...] = ()
     regex: str | None = None
     tolerance: float | None = None  # absolute, for numeric answers
+    f1_threshold: float | None = None  # set: free-form answers scored by token F1 instead
 
 
 @dataclass(frozen=True)
 class Target:
     """Everything needed to score one probe answer."""
 
-    expected: Expectation
+    expected: Expectation | None  # None: the right outcome is to abstain
     stale: tuple[Expectation, ...] = ()  # values the fact had before it was superseded
     distractors: tuple[str, ...] = field(default=())
+    confabulations: tuple[Expectation, ...] = ()  # for abstain facts: tempting wrong answers
 
 
 # --- normalisation ---------------------------------------------------------------------
@@ -119,12 +121,40 @@ def mentions(text: str, value: str, tolerance: float | None = None) -> bool:
     return bool(needle) and f" {needle} " in f" {normalize(text)} "
 
 
-def states(text: str, expectation: Expectation) -> bool:
-    """True when `text` states the expected value, an alias, or matches its regex."""
+_ARTICLES = {"a", "an", "the"}
+
+
+def _tokens(text: str) -> list[str]:
+    # As LoCoMo's (SQuAD-style) evaluation: normalised words, articles dropped.
+    return [t for t in normalize(text).split() if t not in _ARTICLES]
+
+
+def token_f1(prediction: str, truth: str) -> float:
+    predicted, expected = _tokens(prediction), _tokens(truth)
+    common = sum(min(predicted.count(t), expected.count(t)) for t in set(expected))
+    if not predicted or not expected or common == 0:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(expected)
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_recall(text: str, truth: str) -> float:
+    """Share of the expected words that `text` contains: F1's recall half, for long texts."""
+    present, expected = set(_tokens(text)), _tokens(truth)
+    return sum(t in present for t in expected) / len(expected) if expected else 0.0
+
+
+def states(text: str, expectation: Expectation, within: bool = False) -> bool:
+    """True when `text` states the expected value, an alias, or matches its regex.
+    `within`: `text` is a long document (a summary, a planting turn), not an answer; for
+    token-F1 facts this scores the share of the answer's words it contains instead of F1."""
     if expectation.regex and re.search(expectation.regex, text, re.IGNORECASE):
         return True
-    return any(mentions(text, value, expectation.tolerance)
-               for value in (expectation.answer, *expectation.aliases))
+    values = (expectation.answer, *expectation.aliases)
+    if expectation.f1_threshold is not None:
+        score = token_recall if within else token_f1
+        return any(score(text, value) >= expectation.f1_threshold for value in values)
+    return any(mentions(text, value, expectation.tolerance) for value in values)
 
 
 _ABSTENTION = re.compile(
@@ -144,6 +174,10 @@ def abstains(text: str) -> bool:
 
 def verdict(answer: str, target: Target) -> str:
     """Score one probe answer. A model or API failure is scored `error` by the caller."""
+    if target.expected is None:  # the conversation cannot answer this: abstaining is right
+        if any(states(answer, c) for c in target.confabulations):
+            return "confabulated"
+        return "recalled" if abstains(answer) else "forgot"
     recalled = states(answer, target.expected)
     confused = any(mentions(answer, d) for d in target.distractors)
     if recalled and not confused:
