@@ -103,3 +103,30 @@ def test_chat_command_shows_compaction(monkeypatch, capsys):
     assert main(["chat", "--budget", "600", "--summary-max-tokens", "64"]) == 0
     out = capsys.readouterr().out
     assert out.count("agent> ") == 3 and "[compact] folded" in out
+
+
+CONV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "conv-26.json"
+
+
+@pytest.mark.skipif(not CONV.exists(), reason=f"LoCoMo sample not found at {CONV}")
+def test_a_locomo_slice_end_to_end(tmp_path, capsys):
+    raw = json.loads(CONV.read_text())
+    sessions = ("session_1", "session_2")
+    conversation = {k: v for k, v in raw.items()
+                    if k in ("speaker_a", "speaker_b") or k.split("_date_time")[0] in sessions}
+    qa = [q for q in raw["qa"] if q.get("evidence") and all(e.split(":")[0] in ("D1", "D2") for e in q["evidence"])]
+    (tmp_path / "slice.json").write_text(json.dumps({**conversation, "qa": qa}))
+    assert main(["import", "locomo", str(tmp_path / "slice.json"), "--out", str(tmp_path)]) == 0
+    (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "evals/prompts/seed.txt").read_text())
+    (tmp_path / "e.yaml").write_text(
+        "name: slice\nscenarios: [slice.yaml]\nbudgets: ['40%']\nprompts: [seed.txt]\nstrategies: [summary]\n"
+        "summary_max_tokens: 96\nsummary_transcript_chars: 2000\nprobe: {max_tokens: 32, sample: 4}\n")
+    results = tmp_path / "results"
+    assert main(["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet"]) == 0
+    assert "slice.yaml: 18 turns, 20 facts" in capsys.readouterr().out
+    (run_dir,) = (results / "runs").iterdir()
+    records = read_jsonl(run_dir / "records.jsonl")
+    assert len(records) == 4 and not [r for r in records if r["verdict"] == "error"]
+    assert all(r["kind"].startswith("locomo-") or r["kind"] == "temporal" for r in records)
+    compactions = read_jsonl(run_dir / "compactions.jsonl")
+    assert compactions and max(c["chunks"] for c in compactions) > 1  # folded in chunks that fit

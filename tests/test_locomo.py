@@ -16,9 +16,8 @@ from harness.locomo import import_locomo
 from harness.scenario import load_scenario, probes
 from harness.score import Expectation, Target, token_f1, verdict
 
+# shared/ sits beside the checkout, here and in CI.
 CONV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "conv-26.json"
-if not CONV.exists():  # CI clones main beside a copy of shared/
-    CONV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "conv-26.json"
 pytestmark = pytest.mark.skipif(not CONV.exists(), reason=f"LoCoMo sample not found at {CONV}")
 
 
