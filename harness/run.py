@@ -119,12 +119,14 @@ class CaseRunner:
         prompt = self.prompts.get(case.prompt)
         settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent,
                                       spec.summary_max_tokens, spec.unit, spec.summary_transcript_chars)
-        strategy = {"summary": compact, "truncate": truncate}.get(case.strategy)
         if case.strategy in self.ev.custom:
             strategy = from_seed_signature(case.strategy, self.ev.custom[case.strategy])
+        else:
+            strategy = truncate if case.strategy == "truncate" else compact
         tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result))
                               for t in scenario.tools])
-        return Agent(self.client, tools, limit if strategy else None, strategy or compact, settings,
+        # `none` and `no-history` have no budget (limit None), so the agent never compacts.
+        return Agent(self.client, tools, limit, strategy, settings,
                      max_tokens=spec.reply_max_tokens, output_stream=io.StringIO())
 
     def run(self, case: Case) -> tuple[list[dict], list[dict]]:
@@ -153,7 +155,8 @@ class CaseRunner:
             return [{**base, **_fact_fields(f), "limit": None, "verdict": "error", "error": error}
                     for f in facts], compactions
         base["limit"] = limit
-        return [self._probe(agent, fact, base, compactions, len(scenario.turns)) for fact in facts], compactions
+        verbatim_from = first_verbatim_turn(agent.messages, len(scenario.turns))
+        return [self._probe(agent, fact, base, compactions, verbatim_from) for fact in facts], compactions
 
     def _compact(self, agent: Agent, turn: int, base: dict, compactions: list[dict]) -> None:
         seen = len(agent.events)
@@ -163,7 +166,7 @@ class CaseRunner:
                                 "first_verbatim_turn": first_verbatim_turn(agent.messages, turn),
                                 **dataclasses.asdict(event)})
 
-    def _probe(self, agent: Agent, fact: Probe, base: dict, compactions: list[dict], turns: int) -> dict:
+    def _probe(self, agent: Agent, fact: Probe, base: dict, compactions: list[dict], verbatim_from: int) -> dict:
         record = {**base, **_fact_fields(fact)}
         if base["strategy"] == "no-history":
             record.update(location="none", compactions=0, in_summary=None)
@@ -172,7 +175,7 @@ class CaseRunner:
             summaries = [c["summary"] for c in compactions if c["summary"] is not None]
             expected = fact.target.expected
             in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
-            verbatim = fact.changed_turn >= first_verbatim_turn(agent.messages, turns)
+            verbatim = fact.changed_turn >= verbatim_from
             record.update(compactions=len(folds), in_summary=in_summary,
                           location="verbatim" if verbatim else ("summary" if in_summary else "gone"))
         probe_agent = agent.fork()
