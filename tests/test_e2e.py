@@ -130,3 +130,27 @@ def test_a_locomo_slice_end_to_end(tmp_path, capsys):
     assert all(r["kind"].startswith("locomo-") or r["kind"] == "temporal" for r in records)
     compactions = read_jsonl(run_dir / "compactions.jsonl")
     assert compactions and max(c["chunks"] for c in compactions) > 1  # folded in chunks that fit
+
+
+def test_no_api_key_reaches_any_output(tmp_path, monkeypatch, capsys):
+    """A recognisable fake Anthropic key, and the embedded server's own per-process key,
+    appear in no result, manifest, cache, report or printed output."""
+    fake_key = "sk-ant-FAKE-0123456789-recognisable"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", fake_key)
+    (tmp_path / "seed.txt").write_text("Summarise.")
+    (tmp_path / "tiny.yaml").write_text((DATA / "tiny.yaml").read_text())
+    (tmp_path / "e.yaml").write_text("name: keys\nscenarios: [tiny.yaml]\nbudgets: [200]\nprompts: [seed.txt]\n"
+                                     "summary_max_tokens: 32\nreply_max_tokens: 32\nprobe: {max_tokens: 16}\n")
+    results = tmp_path / "results"
+    assert main(["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet"]) == 0
+    (run_dir,) = (results / "runs").iterdir()
+    assert main(["report", str(run_dir)]) == 0
+    from harness.models import _servers
+    server_keys = [key for _, key in _servers.values()]
+    printed = "".join(capsys.readouterr())
+    files = [p for p in results.rglob("*") if p.is_file()]
+    assert any(p.name == "responses.sqlite" for p in files) and any(p.name == "report.html" for p in files)
+    for secret in [fake_key, *server_keys]:
+        assert secret not in printed
+        for path in files:
+            assert secret.encode() not in path.read_bytes(), path
