@@ -71,7 +71,6 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     import os
 
     from . import gate
-    from .config import load_eval
     from .report import load_manifest, load_records
 
     try:

@@ -9,7 +9,6 @@ history as a user turn plus a one-line assistant acknowledgement, so roles keep 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, TextIO
 

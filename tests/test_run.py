@@ -1,9 +1,6 @@
 """The runner with fake clients: exact records, errors, resume after a crash, the cache."""
 
 import json
-import shutil
-import textwrap
-from pathlib import Path
 from types import SimpleNamespace
 
 import anthropic
@@ -14,8 +11,9 @@ from fakes import FakeClient
 from harness.agent import AGENT_SYSTEM
 from harness.cache import ResponseCache
 from harness.config import load_eval
+from harness.inputs import InputError
 from harness.models import Backend
-from harness.report import recall_by_budget, text_report, where_lost
+from harness.report import load_records, recall_by_budget, text_report, where_lost
 from harness.run import plan_cases, read_jsonl, run_eval
 
 SCENARIO = """\
@@ -119,8 +117,9 @@ def test_records_are_exactly_what_the_history_held(eval_file, tmp_path):
 
 def test_a_model_answering_the_old_value_is_scored_stale(eval_file, tmp_path):
     def stale(request):
-        return oracle(request) if request["system"] != AGENT_SYSTEM or len(request["messages"]) > 1 \
-            and "locker code" not in request["messages"][-1]["content"] else "It is 4471."
+        if request["system"] == AGENT_SYSTEM and request["messages"][-1]["content"] == "What is my locker code?":
+            return "It is 4471."
+        return oracle(request)
     records = read_jsonl(run(eval_file, FakeClient(stale), tmp_path) / "records.jsonl")
     assert {r["verdict"] for r in records if r["fact"] == "locker" and r["strategy"] != "no-history"} == {"stale"}
 
@@ -136,16 +135,15 @@ def test_model_errors_are_recorded_as_errors_never_as_forgetting(eval_file, tmp_
         if "booking reference" in str(request["messages"][-1]["content"]):
             raise _api_error()  # this probe fails alone
         return oracle(request)
-    records = read_jsonl(run(eval_file, FakeClient(flaky), tmp_path) / "records.jsonl")
+    run_dir = run(eval_file, FakeClient(flaky), tmp_path)
+    records = read_jsonl(run_dir / "records.jsonl")
     verdicts = {(r["strategy"], r["budget"], r["fact"]): r["verdict"] for r in records}
     assert verdicts[("summary", "150", "locker")] == "error"
     assert verdicts[("summary", "150", "booking")] == "error"
     assert verdicts[("none", None, "locker")] == "recalled"
     assert verdicts[("none", None, "booking")] == "error"
     assert all(r["error"].startswith("APIConnectionError") for r in records if r["verdict"] == "error")
-    table = recall_by_budget(__import__("harness.report", fromlist=["x"]).load_records(
-        tmp_path / "results" / "runs" / next(iter((tmp_path / "results" / "runs").iterdir())).name))
-    assert table.loc["summary: user-lines", "errors"] == 4
+    assert recall_by_budget(load_records(run_dir)).loc["summary: user-lines", "errors"] == 4
 
 
 class Crash(BaseException):
@@ -182,7 +180,6 @@ def test_resume_after_a_crash_gives_exactly_the_uninterrupted_records(eval_file,
 def test_resume_refuses_a_changed_eval(eval_file, tmp_path):
     run_dir = run(eval_file, FakeClient(oracle), tmp_path)
     eval_file.write_text(EVAL.replace("budgets: [150", "budgets: [160"))
-    from harness.inputs import InputError
     with pytest.raises(InputError, match="changed since this run started"):
         run(eval_file, FakeClient(oracle), tmp_path, resume=run_dir)
 
@@ -222,7 +219,6 @@ def test_report_tables(eval_file, tmp_path):
     run_dir = run(eval_file, FakeClient(oracle), tmp_path)
     text = text_report(run_dir)
     assert "Recall by summary prompt and budget" in text and str(run_dir) in text
-    from harness.report import load_records
     df = load_records(run_dir)
     table = recall_by_budget(df)
     assert table.loc["summary: user-lines", "budget 150"] == "50% (1/2; 9%-91%)"
