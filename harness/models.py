@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import json
 import os
 import secrets
 import threading
@@ -33,6 +34,10 @@ class SetupError(Exception):
     """The model cannot be reached as configured; the message says what to do."""
 
 
+class MalformedResponse(Exception):
+    """The server answered 200 with a body that is not valid JSON, even after retries."""
+
+
 @dataclass
 class Backend:
     """A Messages API endpoint plus the model name and sampling settings sent with every call."""
@@ -52,14 +57,23 @@ class Backend:
         if key and (hit := self.cache.get(key)):
             return {**hit, "harness": {"cached": True, "latency_s": 0.0}}
         started = time.monotonic()
-        with self._lock:
-            self.calls += 1
-        response = self.client.messages.create(
-            model=self.model, extra_body=self.sampling or None, **request
-        ).model_dump(mode="json", exclude_none=True)
+        response = self._send(request)
         if key:
             self.cache.put(key, response)
         return {**response, "harness": {"cached": False, "latency_s": round(time.monotonic() - started, 3)}}
+
+    def _send(self, request: dict[str, Any]) -> dict[str, Any]:
+        # The SDK retries HTTP failures itself; a 200 with a broken body it does not, so we do.
+        for attempt in range(MAX_RETRIES + 1):
+            with self._lock:
+                self.calls += 1
+            try:
+                return self.client.messages.create(
+                    model=self.model, extra_body=self.sampling or None, **request
+                ).model_dump(mode="json", exclude_none=True)
+            except json.JSONDecodeError as exc:
+                problem = exc
+        raise MalformedResponse(f"the server's response was not valid JSON ({problem})")
 
     def count_tokens(self, **request: Any) -> int:
         request.pop("max_tokens", None)

@@ -31,11 +31,12 @@ from .compaction import (CompactionSettings, Message, TranscriptTooLarge, compac
                          from_seed_signature, is_summary, measure, truncate)
 from .config import USES_BUDGET, USES_PROMPT, Eval, Prompt
 from .inputs import InputError
+from .models import MalformedResponse
 from .scenario import Probe, Scenario, Turn, probes
 from .score import JudgeError, judge_says_recalled, states, verdict
 
 # Failures of the model, its API, the judge or compaction: recorded as `error`, never scored as forgetting.
-RECORDED_ERRORS = (anthropic.APIError, JudgeError, TranscriptTooLarge)
+RECORDED_ERRORS = (anthropic.APIError, MalformedResponse, JudgeError, TranscriptTooLarge)
 
 
 @dataclass(frozen=True)
