@@ -51,7 +51,8 @@ class LocatedYaml:
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            first = exc.errors()[0]
+            # An unknown key is usually a typo of a missing one: report the typo first.
+            first = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
             raise self.error(loc + tuple(first["loc"]), _describe(first)) from None
 
 
