@@ -90,7 +90,8 @@ def test_valid_scenario_loads_with_final_values(tmp_path):
     ("      final: Your booking QX-19 is confirmed.\n", "", 16, "turns[1].assistant",
      "needs `final`"),
     ("  - name: lookup\n", "  - name: lookup\n    name: again\n", 5, "tools[0]", "duplicate key"),
-    ("turns:\n  - user: My locker", "turns: []\nx:\n  - user: My locker", 7, "turns", "at least 1 item"),
+    # Both an empty `turns` and an unknown key: the unknown key (likely the typo) is named first.
+    ("turns:\n  - user: My locker", "turns: []\nx:\n  - user: My locker", 8, "x", "unknown key"),
     ("    assistant: Noted, locker 4471.\n", "    assistant: Noted, locker 4471.\n  user: [\n",
      10, "", "invalid YAML"),
 ])
