@@ -55,6 +55,18 @@ def _assistant_blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return blocks or [{"type": "text", "text": "(no reply)"}]
 
 
+def with_cache_breakpoint(messages: list[Message]) -> list[Message]:
+    """A copy whose last block is a prompt-cache breakpoint (Anthropic's cache_control), so
+    requests that share this prefix, like the probes of one case, read it from the cache."""
+    if not messages:
+        return messages
+    last = messages[-1]
+    content = last["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+    blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+    return messages[:-1] + [{**last, "content": blocks}]
+
+
 def text_of(content: list[dict[str, Any]]) -> str:
     return "\n".join(b["text"] for b in content if b["type"] == "text").strip()
 

@@ -47,6 +47,7 @@ class Backend:
     identity: str  # names the weights/endpoint in manifests and cache keys; never the API key
     sampling: dict[str, Any] = field(default_factory=dict)
     cache: ResponseCache | None = None
+    prompt_caching: bool = False  # mark shared prefixes with cache_control (Anthropic's API)
     calls: int = 0  # requests actually sent to the model (cache hits excluded)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # cases run in threads
 
@@ -155,7 +156,7 @@ def open_model(name: str = LOCAL, *, base_url: str | None = None, temperature: f
             raise SetupError(f"model {name!r} needs ANTHROPIC_API_KEY set in the environment "
                              "(or use --model local for the embedded model)")
         client = anthropic.Anthropic(timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)
-        return Backend(client, name, name, {"temperature": temperature})
+        return Backend(client, name, name, {"temperature": temperature}, prompt_caching=True)
     if name == LOCAL:
         weights = _embedded_weights()
     elif name.endswith(".gguf"):

@@ -26,7 +26,7 @@ from typing import Any
 import anthropic
 from tqdm import tqdm
 
-from .agent import Agent, Tool, ToolRegistry
+from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
 from .compaction import (CompactionSettings, Message, TranscriptTooLarge, compact, exchange_starts,
                          from_seed_signature, is_summary, measure, truncate)
 from .config import USES_BUDGET, USES_PROMPT, Eval, Prompt
@@ -180,6 +180,8 @@ class CaseRunner:
             record.update(compactions=len(folds), in_summary=in_summary,
                           location="verbatim" if verbatim else ("summary" if in_summary else "gone"))
         probe_agent = agent.fork()
+        if getattr(self.client, "prompt_caching", False):
+            probe_agent.messages = with_cache_breakpoint(probe_agent.messages)
         probe_agent.messages.append({"role": "user", "content": fact.question})
         try:
             answer = probe_agent.respond()

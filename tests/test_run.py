@@ -227,3 +227,20 @@ def test_report_tables(eval_file, tmp_path):
     lost = where_lost(df)
     assert lost.loc["summary: user-lines", "lost: not in summary"] == 2
     assert lost.loc["truncate", "recalled"] == 2
+
+
+def test_probes_mark_their_shared_prefix_for_prompt_caching(eval_file, tmp_path):
+    client = FakeClient(oracle)
+    client.prompt_caching = True
+    run(eval_file, client, tmp_path)
+    probes = [r for r in client.requests if r["messages"][-1]["content"] in
+              ("What is my locker code?", "What is my booking reference?") and len(r["messages"]) > 1]
+    assert probes
+    for request in probes:
+        marked = [b for m in request["messages"] if isinstance(m["content"], list) for b in m["content"]
+                  if "cache_control" in b]
+        assert marked == [request["messages"][-2]["content"][-1]]  # one breakpoint, just before the probe
+        assert marked[0]["cache_control"] == {"type": "ephemeral"}
+    # The history itself is untouched: turns and compactions never see the marker.
+    others = [r for r in client.requests if r not in probes]
+    assert not any("cache_control" in json.dumps(r) for r in others)
