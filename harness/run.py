@@ -299,6 +299,20 @@ def manifest(ev: Eval, client: Any, judge: Any) -> dict:
     }
 
 
+def _new_run_folder(runs: Path, name: str) -> Path:
+    """`<eval>-<timestamp>`, with a suffix when another run started in the same second."""
+    runs.mkdir(parents=True, exist_ok=True)
+    stem = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    for attempt in range(1, 1000):
+        path = runs / (stem if attempt == 1 else f"{stem}-{attempt}")
+        try:
+            path.mkdir()  # atomic: two runs never share a folder
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{runs}: too many runs named {stem}")
+
+
 def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = None,
              judge: Any = None, progress: bool = True, jobs: int = 1) -> Path:
     """Run every case not yet finished, `jobs` at a time; return the run folder.
@@ -315,9 +329,7 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
                                      "start a new run instead of resuming")
         about = previous
     else:
-        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        folder = RunFolder(Path(results_dir) / "runs" / f"{ev.spec.name}-{stamp}")
-        folder.path.mkdir(parents=True, exist_ok=False)
+        folder = RunFolder(_new_run_folder(Path(results_dir) / "runs", ev.spec.name))
         about["started"] = dt.datetime.now().isoformat(timespec="seconds")
     _write_atomic(folder.path / "manifest.json", json.dumps(about, indent=2, ensure_ascii=False))  # resumable at once
     done = folder.finished_cases()

@@ -244,3 +244,10 @@ def test_probes_mark_their_shared_prefix_for_prompt_caching(eval_file, tmp_path)
     # The history itself is untouched: turns and compactions never see the marker.
     others = [r for r in client.requests if r not in probes]
     assert not any("cache_control" in json.dumps(r) for r in others)
+
+
+def test_two_runs_in_the_same_second_get_their_own_folders(eval_file, tmp_path):
+    first = run(eval_file, FakeClient(oracle), tmp_path)
+    second = run(eval_file, FakeClient(oracle), tmp_path)
+    assert first != second and first.parent == second.parent
+    assert len(read_jsonl(second / "records.jsonl")) == len(read_jsonl(first / "records.jsonl"))
