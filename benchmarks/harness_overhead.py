@@ -27,7 +27,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the fake client and the loopback server live with the tests
 
-from fakes import FakeClient  # noqa: E402
+from fakes import FakeAnthropic, FakeClient  # noqa: E402
 from fault_server import FaultServer  # noqa: E402
 
 from harness.cache import ResponseCache  # noqa: E402
@@ -143,29 +143,13 @@ def figure_4() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ev = load_eval(REPO / "evals/smoke.yaml")
         cache = ResponseCache(Path(tmp) / "cache.sqlite")
-        messages = FakeMessages()
-        first = Backend(anthropic_like(messages), "m", "bench", {}, cache)
+        first = Backend(FakeAnthropic(instant), "m", "bench", {}, cache)
         run_eval(ev, first, Path(tmp), progress=False)
-        second = Backend(anthropic_like(messages), "m", "bench", {}, cache)
+        second = Backend(FakeAnthropic(instant), "m", "bench", {}, cache)
         started = time.perf_counter()
         run_eval(ev, second, Path(tmp), progress=False)
         print(f"4.  unchanged re-run of the smoke eval: {second.calls} model calls (target 0), "
               f"{time.perf_counter() - started:.2f} s (first run made {first.calls})")
-
-
-class FakeMessages:
-    def __init__(self):
-        self.fake = FakeClient(instant)
-
-    def create(self, model, extra_body=None, **request):
-        response = self.fake.create(**request)
-        response.pop("harness")
-        data = {**response, "type": "message", "role": "assistant"}
-        return type("Response", (), {"model_dump": lambda self, **_: data})()
-
-
-def anthropic_like(messages):
-    return type("Client", (), {"messages": messages})()
 
 
 def figure_5() -> None:

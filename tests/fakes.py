@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any, Callable
 
 
@@ -30,3 +31,20 @@ class FakeClient:
 
     def count_tokens(self, **request: Any) -> int:
         return len(json.dumps(request["messages"])) // 4
+
+
+class FakeAnthropic:
+    """Stands in for `anthropic.Anthropic()` behind a real `harness.models.Backend`:
+    `.messages.create` answers through a FakeClient and returns an SDK-like response."""
+
+    def __init__(self, reply: Callable[[dict[str, Any]], Any] | None = None):
+        self.fake = FakeClient(reply)
+        self.messages = self
+
+    def create(self, model: str, extra_body: dict | None = None, **request: Any) -> SimpleNamespace:
+        response = self.fake.create(**request)
+        response.pop("harness")
+        return SimpleNamespace(model_dump=lambda **_: {**response, "type": "message", "role": "assistant"})
+
+    def count_tokens(self, model: str, **request: Any) -> SimpleNamespace:
+        return SimpleNamespace(input_tokens=self.fake.count_tokens(**request))

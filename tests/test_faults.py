@@ -9,15 +9,6 @@ from harness.config import load_eval
 from harness.models import Backend
 from harness.report import recall_by_budget, load_records
 from harness.run import read_jsonl, run_eval
-from test_run import EVAL, SCENARIO
-
-
-@pytest.fixture
-def eval_file(tmp_path):
-    (tmp_path / "locker.yaml").write_text(SCENARIO)
-    (tmp_path / "user-lines.txt").write_text("Keep the user's lines.")
-    (tmp_path / "unit.yaml").write_text(EVAL)
-    return tmp_path / "unit.yaml"
 
 
 def run_against(server: FaultServer, eval_file, out, retries: int):

@@ -1,13 +1,13 @@
 """The runner with fake clients: exact records, errors, resume after a crash, the cache."""
 
 import json
-from types import SimpleNamespace
+from pathlib import Path
 
 import anthropic
 import httpx2
 import pytest
 
-from fakes import FakeClient
+from fakes import FakeAnthropic, FakeClient
 from harness.agent import AGENT_SYSTEM
 from harness.cache import ResponseCache
 from harness.config import load_eval
@@ -16,36 +16,9 @@ from harness.models import Backend
 from harness.report import load_records, recall_by_budget, text_report, where_lost
 from harness.run import plan_cases, read_jsonl, run_eval
 
-SCENARIO = """\
-id: locker
-description: Facts in a user line, a tool result, and a supersession.
-tools:
-  - {name: lookup, description: Look up a booking., result: nothing}
-turns:
-  - user: My locker code is 4471. Please remember it.
-    assistant: Noted, locker 4471. I will remember that for you, no problem at all.
-    facts:
-      - {id: locker, kind: number, answer: "4471", probe: "What is my locker code?"}
-  - user: Look up my booking please.
-    assistant:
-      text: Looking it up.
-      tool_calls:
-        - {tool: lookup, input: {ref: X}, result: "Booking QX-19 confirmed for two nights."}
-      final: Your booking QX-19 is confirmed for two nights.
-    facts:
-      - {id: booking, kind: identifier, answer: QX-19, probe: "What is my booking reference?"}
-  - user: Change my locker to 4480 from now on.
-    supersedes:
-      - {fact: locker, answer: "4480"}
-"""
-
-EVAL = """\
-name: unit
-scenarios: [locker.yaml]
-budgets: [150, "100%"]
-prompts: [user-lines.txt]
-strategies: [summary, truncate, none, no-history]
-"""
+# tests/data/locker: a scenario with a fact in a user line, one in a tool result and a
+# supersession, and an eval running it at 150 characters and at 100% with every strategy.
+EVAL = (Path(__file__).parent / "data" / "locker" / "unit.yaml").read_text()
 
 
 def oracle(request):
@@ -58,15 +31,6 @@ def oracle(request):
     if not question.endswith("?"):
         return "Okay."
     return json.dumps(history) if history else "I don't know."
-
-
-@pytest.fixture
-def eval_file(tmp_path):
-    (tmp_path / "locker.yaml").write_text(SCENARIO)
-    (tmp_path / "user-lines.txt").write_text("Keep the user's lines.")
-    path = tmp_path / "unit.yaml"
-    path.write_text(EVAL)
-    return path
 
 
 def run(eval_file, client, tmp_path, **kwargs):
@@ -184,33 +148,18 @@ def test_resume_refuses_a_changed_eval(eval_file, tmp_path):
         run(eval_file, FakeClient(oracle), tmp_path, resume=run_dir)
 
 
-class FakeMessages:
-    """Stands in for anthropic.Anthropic().messages behind a real Backend."""
-
-    def __init__(self):
-        self.fake = FakeClient(oracle)
-
-    def create(self, model, extra_body=None, **request):
-        response = self.fake.create(**request)
-        response.pop("harness")
-        return SimpleNamespace(model_dump=lambda **_: {**response, "type": "message", "role": "assistant"})
-
-    def count_tokens(self, model, **request):
-        return SimpleNamespace(input_tokens=self.fake.count_tokens(**request))
-
-
 def test_an_unchanged_rerun_is_served_from_the_cache(eval_file, tmp_path):
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    first = Backend(SimpleNamespace(messages=FakeMessages()), "m", "fake", {"temperature": 0}, cache)
+    first = Backend(FakeAnthropic(oracle), "m", "fake", {"temperature": 0}, cache)
     records_1 = read_jsonl(run(eval_file, first, tmp_path / "1") / "records.jsonl")
     assert first.calls > 0
-    second = Backend(SimpleNamespace(messages=FakeMessages()), "m", "fake", {"temperature": 0}, cache)
+    second = Backend(FakeAnthropic(oracle), "m", "fake", {"temperature": 0}, cache)
     records_2 = read_jsonl(run(eval_file, second, tmp_path / "2") / "records.jsonl")
     assert second.calls == 0
     strip = lambda rs: [{k: v for k, v in r.items() if k not in ("latency_s", "cached")} for r in rs]
     assert strip(records_1) == strip(records_2)
     assert all(r["cached"] for r in records_2 if r["verdict"] != "error")
-    other = Backend(SimpleNamespace(messages=FakeMessages()), "m", "fake", {"temperature": 0.7}, cache)
+    other = Backend(FakeAnthropic(oracle), "m", "fake", {"temperature": 0.7}, cache)
     run(eval_file, other, tmp_path / "3")
     assert other.calls > 0  # different sampling: a different request, not a cache hit
 
