@@ -76,18 +76,14 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     try:
         if not (args.run or args.eval):
             raise gate.CannotJudge("give an eval file to run, or --run RUN_DIR to gate a finished run")
-        if args.run:
-            run_dir = args.run
-            spec_settings = gate.manifest_settings(load_manifest(run_dir))
-        else:
-            ev, run_dir = _run(args)
-            spec_settings = ev.spec.gate
-        settings = gate.settings_with(spec_settings, max_drop=args.max_drop, alpha=args.alpha,
+        run_dir = args.run or _run(args)[1]
+        about = load_manifest(run_dir)
+        # The thresholds the run was made with (its eval file's `gate:`), then the flags.
+        settings = gate.settings_with(gate.manifest_settings(about), max_drop=args.max_drop, alpha=args.alpha,
                                       floor=args.floor, max_error_rate=args.max_error_rate)
-        baseline_dir = args.baseline or Path(args.results) / "baselines" / load_manifest(run_dir)["eval"]["name"]
+        baseline_dir = args.baseline or Path(args.results) / "baselines" / about["eval"]["name"]
         baseline, baseline_about = gate.load_baseline(Path(baseline_dir))
-        cells = gate.evaluate(baseline, baseline_about, load_records(run_dir), load_manifest(run_dir),
-                              settings, args.against)
+        cells = gate.evaluate(baseline, baseline_about, load_records(run_dir), about, settings, args.against)
     except gate.CannotJudge as exc:
         print(f"gate: cannot judge: {exc}", file=sys.stderr)
         return gate.EXIT_CANNOT_JUDGE

@@ -13,6 +13,7 @@ import html
 import io
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +45,19 @@ def load_compactions(run_dir: str | Path) -> pd.DataFrame:
 
 def load_manifest(run_dir: str | Path) -> dict:
     return json.loads((Path(run_dir) / "manifest.json").read_text())
+
+
+@dataclass
+class Run:
+    """A run folder read once: its records, compactions and manifest."""
+
+    records: pd.DataFrame
+    compactions: pd.DataFrame
+    about: dict
+
+
+def load_run(run_dir: str | Path) -> Run:
+    return Run(load_records(run_dir), load_compactions(run_dir), load_manifest(run_dir))
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -196,8 +210,12 @@ def markdown_table(table: pd.DataFrame) -> str:
 
 
 def markdown_report(run_dir: str | Path) -> str:
-    df = load_records(run_dir)
-    parts = [f"### Compaction recall: {load_manifest(run_dir)['eval']['name']}", _headline(df, load_manifest(run_dir)),
+    return _markdown(load_run(run_dir))
+
+
+def _markdown(run: Run) -> str:
+    df = run.records
+    parts = [f"### Compaction recall: {run.about['eval']['name']}", _headline(df, run.about),
              "**Recall by summary prompt and budget**", markdown_table(recall_by_budget(df)),
              "**Recall by fact kind**", markdown_table(recall_by_kind(df))]
     if _mixed_answer_types(df):
@@ -306,7 +324,11 @@ def _html_table(table: pd.DataFrame) -> str:
 
 
 def html_report(run_dir: str | Path) -> str:
-    df, compactions, about = load_records(run_dir), load_compactions(run_dir), load_manifest(run_dir)
+    return _html(load_run(run_dir))
+
+
+def _html(run: Run) -> str:
+    df, compactions, about = run.records, run.compactions, run.about
     e = html.escape
     sections = [f"<h1>Compaction recall: {e(about['eval']['name'])}</h1>", f"<p>{e(_headline(df, about))}</p>",
                 "<h2>Recall by summary prompt and budget</h2>", _html_table(recall_by_budget(df))]
@@ -337,7 +359,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> dict
     out = Path(out_dir or Path(run_dir) / "report")
     out.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": out / "report.md", "csv": out / "records.csv", "html": out / "report.html"}
-    paths["markdown"].write_text(markdown_report(run_dir), encoding="utf-8")
-    load_records(run_dir).to_csv(paths["csv"], index=False)
-    paths["html"].write_text(html_report(run_dir), encoding="utf-8")
+    run = load_run(run_dir)
+    paths["markdown"].write_text(_markdown(run), encoding="utf-8")
+    run.records.to_csv(paths["csv"], index=False)
+    paths["html"].write_text(_html(run), encoding="utf-8")
     return paths

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 VERDICTS = ("recalled", "forgot", "stale", "abstained", "confabulated", "error")
 
@@ -31,7 +31,7 @@ class Target:
 
     expected: Expectation | None  # None: the right outcome is to abstain
     stale: tuple[Expectation, ...] = ()  # values the fact had before it was superseded
-    distractors: tuple[str, ...] = field(default=())
+    distractors: tuple[str, ...] = ()
     confabulations: tuple[Expectation, ...] = ()  # for abstain facts: tempting wrong answers
 
 
