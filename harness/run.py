@@ -84,12 +84,11 @@ def scripted_messages(turn: Turn, index: int) -> list[Message]:
     return messages
 
 
-def resolve_limit(budget: str, scenario: Scenario, client: Any, unit: str) -> int:
-    """A budget in units, or a percentage of the scenario's scripted history (live replies excluded)."""
+def resolve_limit(budget: str, scripted_size: int) -> int:
+    """A budget in units, or a percentage of the scenario's scripted history size."""
     if not budget.endswith("%"):
         return int(budget)
-    history = [m for i, turn in enumerate(scenario.turns) for m in scripted_messages(turn, i)]
-    return max(1, round(float(budget[:-1]) / 100 * measure(history, client, unit)))
+    return max(1, round(float(budget[:-1]) / 100 * scripted_size))
 
 
 def sampled_probes(scenario: Scenario, sample: int | None, seed: int) -> list[Probe]:
@@ -114,6 +113,15 @@ class CaseRunner:
         self.ev, self.client, self.judge = ev, client, judge
         self.scenarios = {s.id: s for s in ev.scenarios}
         self.prompts: dict[str, Prompt] = {p.id: p for p in ev.prompts}
+        self._scripted_sizes: dict[str, int] = {}
+
+    def scripted_size(self, scenario: Scenario) -> int:
+        """The scenario's uncompacted history, live replies excluded; measured once per run
+        (in tokens that is a model call), not once per case."""
+        if scenario.id not in self._scripted_sizes:
+            history = [m for i, turn in enumerate(scenario.turns) for m in scripted_messages(turn, i)]
+            self._scripted_sizes[scenario.id] = measure(history, self.client, self.ev.spec.unit)
+        return self._scripted_sizes[scenario.id]
 
     def _agent(self, case: Case, scenario: Scenario, limit: int | None) -> Agent:
         spec = self.ev.spec
@@ -139,7 +147,7 @@ class CaseRunner:
                 "repeat": case.repeat, "model": self.client.identity, "unit": self.ev.spec.unit}
         compactions: list[dict] = []
         try:
-            limit = case.budget and resolve_limit(case.budget, scenario, self.client, self.ev.spec.unit)
+            limit = case.budget and resolve_limit(case.budget, self.scripted_size(scenario))
             agent = self._agent(case, scenario, limit)
             if case.strategy != "no-history":
                 for index, turn in enumerate(scenario.turns):
