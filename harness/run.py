@@ -188,6 +188,7 @@ class CaseRunner:
             record.update(compactions=len(folds), in_summary=in_summary,
                           location="verbatim" if verbatim else ("summary" if in_summary else "gone"))
         probe_agent = agent.fork()
+        probe_agent.max_tokens = self.ev.spec.probe.max_tokens
         if getattr(self.client, "prompt_caching", False):
             probe_agent.messages = with_cache_breakpoint(probe_agent.messages)
         probe_agent.messages.append({"role": "user", "content": fact.question})

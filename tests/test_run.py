@@ -200,3 +200,15 @@ def test_two_runs_in_the_same_second_get_their_own_folders(eval_file, tmp_path):
     second = run(eval_file, FakeClient(oracle), tmp_path)
     assert first != second and first.parent == second.parent
     assert len(read_jsonl(second / "records.jsonl")) == len(read_jsonl(first / "records.jsonl"))
+
+
+def test_each_request_kind_has_its_own_token_limit(eval_file, tmp_path):
+    eval_file.write_text(EVAL + "summary_max_tokens: 30\nreply_max_tokens: 20\nprobe: {max_tokens: 10}\n")
+    client = FakeClient(oracle)
+    run(eval_file, client, tmp_path)
+    questions = ("What is my locker code?", "What is my booking reference?")
+    limits = {("summary" if r["system"] != AGENT_SYSTEM else
+               "probe" if r["messages"][-1]["content"] in questions else "live turn", r["max_tokens"])
+              for r in client.requests}
+    assert limits == {("summary", 30), ("live turn", 20), ("probe", 10)}
+
