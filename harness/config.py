@@ -68,6 +68,9 @@ class EvalFile(BaseModel):
     prompts: list[str] = Field(default=[], description="Summary prompt files (one per variant).")
     strategies: list[str] = Field(default=["summary", "none", "no-history"], min_length=1,
                                   description="summary, none, truncate, no-history, or module:function.")
+    max_turns: int | None = Field(
+        default=None, ge=1, description="Play only each scenario's first N turns; facts planted later are not "
+                                        "probed and percentage budgets are shares of what is played.")
     keep_recent: int = Field(default=1, ge=0)
     repeats: int = Field(default=1, ge=1)
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -153,6 +156,9 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
             raise doc.error(("scenarios", i), f"no scenario file matches {pattern!r}")
         scenario_paths += [Path(m) for m in matches if Path(m) not in scenario_paths]
     scenarios = [load_scenario(p) for p in scenario_paths]
+    if spec.max_turns:
+        # A prefix of a valid scenario is valid: facts and supersessions only look backwards.
+        scenarios = [s.model_copy(update={"turns": s.turns[:spec.max_turns]}) for s in scenarios]
     seen: dict[str, Path] = {}
     for p, scenario in zip(scenario_paths, scenarios):
         if scenario.id in seen:

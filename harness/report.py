@@ -192,8 +192,10 @@ def text_report(run_dir: str | Path) -> str:
 
 
 def _headline(df: pd.DataFrame, about: dict) -> str:
+    scenarios = df["scenario"].nunique()
+    played = f" (first {turns} turns of each)" if (turns := about["eval"].get("max_turns")) else ""
     return (f"eval {about['eval']['name']} on {about['model']}: {len(df)} probes, "
-            f"{df['scenario'].nunique()} scenarios; recall = recalled / probes scored "
+            f"{scenarios} scenario{'s' if scenarios != 1 else ''}{played}; recall = recalled / probes scored "
             "(errors excluded; 95% Wilson interval)")
 
 

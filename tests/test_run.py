@@ -212,3 +212,17 @@ def test_each_request_kind_has_its_own_token_limit(eval_file, tmp_path):
               for r in client.requests}
     assert limits == {("summary", 30), ("live turn", 20), ("probe", 10)}
 
+
+def test_max_turns_plays_a_prefix_and_probes_only_what_it_planted(eval_file, tmp_path):
+    eval_file.write_text(EVAL + "max_turns: 2\n")
+    client = FakeClient(oracle)
+    run_dir = run(eval_file, client, tmp_path)
+    records = read_jsonl(run_dir / "records.jsonl")
+    # The third turn (the live one that changes the locker code) is never played...
+    assert not any("Change my locker" in json.dumps(r["messages"]) for r in client.requests)
+    # ...so both facts are probed with the values they had after two turns.
+    assert {(r["fact"], r["expected"]) for r in records} == {("locker", "4471"), ("booking", "QX-19")}
+    assert {r["verdict"] for r in records if r["strategy"] == "none"} == {"recalled"}
+    # 100% is a share of the two turns played: they fit, so nothing is compacted at that budget.
+    assert not [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["budget"] == "100%"]
+    assert "first 2 turns of each" in text_report(run_dir)
