@@ -131,6 +131,23 @@ def _mixed_answer_types(df: pd.DataFrame) -> bool:
     return ("literal" in df and (df["literal"] == False).any()) or (df["expected"] == "(abstain)").any()  # noqa: E712
 
 
+def mean_f1_by_budget(df: pd.DataFrame) -> pd.DataFrame:
+    """LoCoMo's own metric: mean token F1 of the answers to answerable free-form facts
+    (errors excluded), beside our thresholded recall; n in brackets."""
+    scored = df[df["f1"].notna() & (df["verdict"] != "error")] if "f1" in df else df.iloc[0:0]
+    budgets = sorted(scored["budget"].dropna().unique(), key=budget_order) or ["any"]
+    rows = {}
+    for variant in variant_order(scored["variant"].unique()):
+        group = scored[scored["variant"] == variant]
+        rows[variant] = {f"budget {b}": _mean_f1_text(group if group["budget"].isna().all() else
+                                                      group[group["budget"] == b]) for b in budgets}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def _mean_f1_text(group: pd.DataFrame) -> str:
+    return f"{group['f1'].mean():.2f} (n={len(group)})" if len(group) else "n/a"
+
+
 def where_lost(df: pd.DataFrame) -> pd.DataFrame:
     """For compacting strategies: of the facts not recalled, where they were at probe time."""
     compacted = df[~df["strategy"].isin(["none", "no-history"])]
@@ -175,19 +192,26 @@ def summary_costs(compactions: pd.DataFrame) -> pd.DataFrame:
     ).round(2)
 
 
-def text_report(run_dir: str | Path) -> str:
-    df = load_records(run_dir)
-    sections = [
-        _headline(df, load_manifest(run_dir)),
-        "Recall by summary prompt and budget\n" + recall_by_budget(df).to_string(),
-        "Recall by fact kind\n" + recall_by_kind(df).to_string(),
-    ]
+def tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The report's tables, titled, in order; every format shows all of them."""
+    result = [("Recall by summary prompt and budget", recall_by_budget(df)),
+              ("Recall by fact kind", recall_by_kind(df))]
     if _mixed_answer_types(df):
-        sections.append("Recall by answer type\n" + recall_by_answer_type(df).to_string())
+        result.append(("Recall by answer type", recall_by_answer_type(df)))
+    f1 = mean_f1_by_budget(df)
+    if not f1.empty:
+        result.append(("Mean token F1 of free-form answers (LoCoMo's metric)", f1))
     lost = where_lost(df)
     if not lost.empty:
-        sections.append("Where facts were lost\n" + lost.to_string())
-    sections.append(f"Run folder: {run_dir}")
+        result.append(("Where facts were lost", lost))
+    return result
+
+
+def text_report(run_dir: str | Path) -> str:
+    df = load_records(run_dir)
+    sections = [_headline(df, load_manifest(run_dir)),
+                *(f"{title}\n{table.to_string()}" for title, table in tables(df)),
+                f"Run folder: {run_dir}"]
     return "\n\n".join(sections)
 
 
@@ -217,14 +241,9 @@ def markdown_report(run_dir: str | Path) -> str:
 
 def _markdown(run: Run) -> str:
     df = run.records
-    parts = [f"### Compaction recall: {run.about['eval']['name']}", _headline(df, run.about),
-             "**Recall by summary prompt and budget**", markdown_table(recall_by_budget(df)),
-             "**Recall by fact kind**", markdown_table(recall_by_kind(df))]
-    if _mixed_answer_types(df):
-        parts += ["**Recall by answer type**", markdown_table(recall_by_answer_type(df))]
-    lost = where_lost(df)
-    if not lost.empty:
-        parts += ["**Where facts were lost**", markdown_table(lost)]
+    parts = [f"### Compaction recall: {run.about['eval']['name']}", _headline(df, run.about)]
+    for title, table in tables(df):
+        parts += [f"**{title}**", markdown_table(table)]
     return "\n\n".join(parts) + "\n"
 
 
@@ -332,17 +351,16 @@ def html_report(run_dir: str | Path) -> str:
 def _html(run: Run) -> str:
     df, compactions, about = run.records, run.compactions, run.about
     e = html.escape
+    (main_title, main_table), *more = tables(df)
     sections = [f"<h1>Compaction recall: {e(about['eval']['name'])}</h1>", f"<p>{e(_headline(df, about))}</p>",
-                "<h2>Recall by summary prompt and budget</h2>", _html_table(recall_by_budget(df))]
+                f"<h2>{e(main_title)}</h2>", _html_table(main_table)]
     for title, png in plots(df, compactions).items():
         sections.append(f'<h2>{e(title)}</h2><img alt="{e(title)}" src="data:image/png;base64,{png}">')
-    sections += ["<h2>Recall by fact kind</h2>", _html_table(recall_by_kind(df))]
-    if _mixed_answer_types(df):
-        sections += ["<h2>Recall by answer type</h2>", _html_table(recall_by_answer_type(df))]
-    lost = where_lost(df)
-    if not lost.empty:
-        sections += ["<h2>Where facts were lost</h2>", _html_table(lost),
-                     "<h2>Survival by number of compactions</h2>", _html_table(survival_by_compactions(df))]
+    for title, table in more:
+        sections += [f"<h2>{e(title)}</h2>", _html_table(table)]
+    survival = survival_by_compactions(df)
+    if not survival.empty:
+        sections += ["<h2>Survival by number of compactions</h2>", _html_table(survival)]
     costs = summary_costs(compactions)
     if not costs.empty:
         sections += ["<h2>Summary cost per prompt</h2>", _html_table(costs)]

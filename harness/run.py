@@ -33,7 +33,7 @@ from .config import USES_BUDGET, USES_PROMPT, Eval, Prompt
 from .inputs import InputError
 from .models import MalformedResponse
 from .scenario import Probe, Scenario, Turn, probes
-from .score import JudgeError, judge_says_recalled, states, verdict
+from .score import JudgeError, answer_f1, judge_says_recalled, states, verdict
 
 # Failures of the model, its API, the judge or compaction: recorded as `error`, never scored as forgetting.
 RECORDED_ERRORS = (anthropic.APIError, MalformedResponse, JudgeError, TranscriptTooLarge)
@@ -177,12 +177,12 @@ class CaseRunner:
 
     def _probe(self, agent: Agent, fact: Probe, base: dict, compactions: list[dict], verbatim_from: int) -> dict:
         record = {**base, **_fact_fields(fact)}
+        expected = fact.target.expected
         if base["strategy"] == "no-history":
             record.update(location="none", compactions=0, in_summary=None)
         else:
             folds = [c for c in compactions if c["folded_messages"] and c["first_verbatim_turn"] > fact.changed_turn]
             summaries = [c["summary"] for c in compactions if c["summary"] is not None]
-            expected = fact.target.expected
             in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
             verbatim = fact.changed_turn >= verbatim_from
             record.update(compactions=len(folds), in_summary=in_summary,
@@ -199,12 +199,13 @@ class CaseRunner:
         usage = probe_agent.usage
         record.update(
             answer=answer, verdict=verdict(answer, fact.target), error=None,
+            f1=answer_f1(answer, expected) if expected and expected.f1_threshold is not None else None,
             input_tokens=sum(u.get("input_tokens", 0) for u in usage),
             output_tokens=sum(u.get("output_tokens", 0) for u in usage),
             cache_read_tokens=sum(u.get("cache_read_input_tokens") or 0 for u in usage),
             latency_s=round(sum(u.get("latency_s", 0.0) for u in usage), 3),
             cached=all(u.get("cached") for u in usage))
-        if self.judge is not None and record["verdict"] == "forgot" and fact.target.expected is not None:
+        if self.judge is not None and record["verdict"] == "forgot" and expected is not None:
             try:
                 record["judge"] = judge_says_recalled(self.judge, fact.question, fact.target, answer)
             except RECORDED_ERRORS as exc:

@@ -138,6 +138,11 @@ def token_f1(prediction: str, truth: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def answer_f1(answer: str, expectation: Expectation) -> float:
+    """The best token F1 of an answer against the expected value and its aliases."""
+    return max(token_f1(answer, value) for value in (expectation.answer, *expectation.aliases))
+
+
 def token_recall(text: str, truth: str) -> float:
     """Share of the expected words that `text` contains: F1's recall half, for long texts."""
     present, expected = set(_tokens(text)), _tokens(truth)

@@ -128,6 +128,7 @@ def test_a_locomo_slice_end_to_end(tmp_path, capsys):
     records = read_jsonl(run_dir / "records.jsonl")
     assert len(records) == 4 and not [r for r in records if r["verdict"] == "error"]
     assert all(r["kind"].startswith("locomo-") or r["kind"] == "temporal" for r in records)
+    assert all((r["f1"] is None) == (r["expected"] == "(abstain)") for r in records)  # LoCoMo's metric too
     compactions = read_jsonl(run_dir / "compactions.jsonl")
     assert compactions and max(c["chunks"] for c in compactions) > 1  # folded in chunks that fit
 

@@ -13,7 +13,7 @@ from harness.cache import ResponseCache
 from harness.config import load_eval
 from harness.inputs import InputError
 from harness.models import Backend
-from harness.report import load_records, recall_by_budget, text_report, where_lost
+from harness.report import load_records, mean_f1_by_budget, recall_by_budget, text_report, where_lost
 from harness.run import plan_cases, read_jsonl, run_eval
 
 # tests/data/locker: a scenario with a fact in a user line, one in a tool result and a
@@ -226,3 +226,27 @@ def test_max_turns_plays_a_prefix_and_probes_only_what_it_planted(eval_file, tmp
     # 100% is a share of the two turns played: they fit, so nothing is compacted at that budget.
     assert not [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["budget"] == "100%"]
     assert "first 2 turns of each" in text_report(run_dir)
+
+
+def test_free_form_answers_carry_their_token_f1_and_the_report_averages_it(tmp_path):
+    (tmp_path / "s.yaml").write_text(
+        "id: move\ndescription: a free-form fact and an unanswerable one\nturns:\n"
+        "  - user: I moved to Lisbon last spring, together with my sister.\n"
+        "    assistant: Lisbon is lovely in spring.\n"
+        "    facts:\n"
+        "      - {id: city, kind: place, answer: 'Lisbon, my sister', match: f1, literal: false,\n"
+        "         probe: 'Where did I move and with whom?'}\n"
+        "      - {id: pet, kind: name, expect: abstain, probe: 'What is my dog called?'}\n")
+    (tmp_path / "e.yaml").write_text("name: f1\nscenarios: [s.yaml]\nbudgets: ['100%']\n"
+                                     "strategies: [none, no-history]\n")
+
+    def reply(request):  # answers "Lisbon" when the history holds it: F1 0.5 against three words
+        return "Lisbon." if "Lisbon" in json.dumps(request["messages"][:-1]) else "I don't know."
+    run_dir = run(tmp_path / "e.yaml", FakeClient(reply), tmp_path)
+    f1 = {(r["strategy"], r["fact"]): r["f1"] for r in read_jsonl(run_dir / "records.jsonl")}
+    assert f1 == {("none", "city"): 0.5, ("none", "pet"): None,
+                  ("no-history", "city"): 0.0, ("no-history", "pet"): None}
+    table = mean_f1_by_budget(load_records(run_dir))
+    assert table.to_dict()["budget any"] == {"ceiling (full history)": "0.50 (n=1)",
+                                             "control: no history": "0.00 (n=1)"}
+    assert "Mean token F1 of free-form answers (LoCoMo's metric)" in text_report(run_dir)
