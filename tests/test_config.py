@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from harness.config import load_eval
 from harness.inputs import InputError
 
@@ -89,3 +90,12 @@ def test_custom_strategy_is_imported_only_when_named(folder, monkeypatch):
 def test_shipped_evals_load(name):
     ev = load_eval(REPO / "evals" / name)
     assert ev.scenarios and ev.prompts
+
+
+def test_validate_counts_what_a_run_would_do(eval_file, capsys):
+    assert main(["validate", str(eval_file)]) == 0
+    # locker: 2 summary + 2 truncate + none + no-history cases, 2 facts each
+    assert "ok (1 scenario, 1 prompt; a run plays 6 cases and asks 12 probes)" in capsys.readouterr().out
+    eval_file.write_text(eval_file.read_text() + "max_turns: 1\n")
+    assert main(["validate", str(eval_file)]) == 0
+    assert "a run plays 6 cases and asks 6 probes" in capsys.readouterr().out
