@@ -144,6 +144,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from .config import load_eval
     from .inputs import load_yaml
+    from .report import plural
     from .run import plan_cases, sampled_probes
     from .scenario import load_scenario, probes
 
@@ -155,16 +156,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             cases = plan_cases(ev)
             probed = sum(len(sampled_probes(scenarios[c.scenario], ev.spec.probe.sample, ev.spec.probe.seed))
                          for c in cases)
-            print(f"{path}: ok ({_count(len(ev.scenarios), 'scenario')}, {_count(len(ev.prompts), 'prompt')}; "
-                  f"a run plays {_count(len(cases), 'case')} and asks {_count(probed, 'probe')})")
+            print(f"{path}: ok ({plural(len(ev.scenarios), 'scenario')}, {plural(len(ev.prompts), 'prompt')}; "
+                  f"a run plays {plural(len(cases), 'case')} and asks {plural(probed, 'probe')})")
         else:
             scenario = load_scenario(path)
             print(f"{path}: ok ({len(scenario.turns)} turns, {len(probes(scenario))} facts)")
     return EXIT_OK
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -84,6 +84,10 @@ def rate_text(group: pd.DataFrame) -> str:
     return f"{hits / n:.0%} ({hits}/{n}; {low:.0%}-{high:.0%})"
 
 
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def budget_order(budget: str) -> tuple[bool, float]:
     return (budget.endswith("%"), float(budget.rstrip("%")))
 
@@ -95,18 +99,23 @@ def variant_order(variants) -> list[str]:
 # --- tables ----------------------------------------------------------------------------
 
 
-def recall_by_budget(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows: summary prompts and strategies; columns: budgets. Controls do not depend on the
-    budget, so their rate is repeated in every column, to read beside each variant."""
+def _by_budget(df: pd.DataFrame, cell) -> pd.DataFrame:
+    """Rows: summary prompts and strategies; columns: budgets; `cell` describes each group.
+    Controls do not depend on the budget, so their cell is repeated in every column, to read
+    beside each variant."""
     budgets = sorted(df["budget"].dropna().unique(), key=budget_order) or ["any"]
     rows = {}
     for variant in variant_order(df["variant"].unique()):
         group = df[df["variant"] == variant]
-        cells = {b: rate_text(group if group["budget"].isna().all() else group[group["budget"] == b])
-                 for b in budgets}
-        rows[variant] = {**{f"budget {b}": c for b, c in cells.items()},
-                         "errors": int((group["verdict"] == "error").sum())}
+        rows[variant] = {f"budget {b}": cell(group if group["budget"].isna().all() else group[group["budget"] == b])
+                         for b in budgets}
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def recall_by_budget(df: pd.DataFrame) -> pd.DataFrame:
+    table = _by_budget(df, rate_text)
+    table["errors"] = [int((df[df["variant"] == v]["verdict"] == "error").sum()) for v in table.index]
+    return table
 
 
 def recall_by_kind(df: pd.DataFrame) -> pd.DataFrame:
@@ -135,17 +144,7 @@ def mean_f1_by_budget(df: pd.DataFrame) -> pd.DataFrame:
     """LoCoMo's own metric: mean token F1 of the answers to answerable free-form facts
     (errors excluded), beside our thresholded recall; n in brackets."""
     scored = df[df["f1"].notna() & (df["verdict"] != "error")] if "f1" in df else df.iloc[0:0]
-    budgets = sorted(scored["budget"].dropna().unique(), key=budget_order) or ["any"]
-    rows = {}
-    for variant in variant_order(scored["variant"].unique()):
-        group = scored[scored["variant"] == variant]
-        rows[variant] = {f"budget {b}": _mean_f1_text(group if group["budget"].isna().all() else
-                                                      group[group["budget"] == b]) for b in budgets}
-    return pd.DataFrame.from_dict(rows, orient="index")
-
-
-def _mean_f1_text(group: pd.DataFrame) -> str:
-    return f"{group['f1'].mean():.2f} (n={len(group)})" if len(group) else "n/a"
+    return _by_budget(scored, lambda group: f"{group['f1'].mean():.2f} (n={len(group)})" if len(group) else "n/a")
 
 
 def where_lost(df: pd.DataFrame) -> pd.DataFrame:
@@ -216,10 +215,9 @@ def text_report(run_dir: str | Path) -> str:
 
 
 def _headline(df: pd.DataFrame, about: dict) -> str:
-    scenarios = df["scenario"].nunique()
     played = f" (first {turns} turns of each)" if (turns := about["eval"].get("max_turns")) else ""
-    return (f"eval {about['eval']['name']} on {about['model']}: {len(df)} probes, "
-            f"{scenarios} scenario{'s' if scenarios != 1 else ''}{played}; recall = recalled / probes scored "
+    return (f"eval {about['eval']['name']} on {about['model']}: {plural(len(df), 'probe')}, "
+            f"{plural(df['scenario'].nunique(), 'scenario')}{played}; recall = recalled / probes scored "
             "(errors excluded; 95% Wilson interval)")
 
 
