@@ -138,9 +138,13 @@ def token_f1(prediction: str, truth: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def _best(score, text: str, expectation: Expectation) -> float:
+    """The best score of `text` against the expected value and its aliases."""
+    return max(score(text, value) for value in (expectation.answer, *expectation.aliases))
+
+
 def answer_f1(answer: str, expectation: Expectation) -> float:
-    """The best token F1 of an answer against the expected value and its aliases."""
-    return max(token_f1(answer, value) for value in (expectation.answer, *expectation.aliases))
+    return _best(token_f1, answer, expectation)
 
 
 def token_recall(text: str, truth: str) -> float:
@@ -155,11 +159,9 @@ def states(text: str, expectation: Expectation, within: bool = False) -> bool:
     token-F1 facts this scores the share of the answer's words it contains instead of F1."""
     if expectation.regex and re.search(expectation.regex, text, re.IGNORECASE):
         return True
-    values = (expectation.answer, *expectation.aliases)
     if expectation.f1_threshold is not None:
-        score = token_recall if within else token_f1
-        return any(score(text, value) >= expectation.f1_threshold for value in values)
-    return any(mentions(text, value, expectation.tolerance) for value in values)
+        return _best(token_recall if within else token_f1, text, expectation) >= expectation.f1_threshold
+    return any(mentions(text, value, expectation.tolerance) for value in (expectation.answer, *expectation.aliases))
 
 
 _ABSTENTION = re.compile(
