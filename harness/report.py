@@ -124,20 +124,21 @@ def recall_by_kind(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(table).fillna("")
 
 
-def recall_by_answer_type(df: pd.DataFrame) -> pd.DataFrame:
+def answer_types(df: pd.DataFrame) -> pd.Series:
     """Literal facts (the answer is a span of the conversation) apart from paraphrased ones
     (imported benchmarks), and from facts whose right outcome is to abstain."""
     types = pd.Series("literal", index=df.index)
     if "literal" in df:
         types[df["literal"] == False] = "paraphrased"  # noqa: E712 (a column that may hold NaN)
     types[df["expected"] == "(abstain)"] = "abstain expected"
-    table = {v: {t: rate_text(g) for t, g in df[df["variant"] == v].groupby(types[df["variant"] == v])}
+    return types
+
+
+def recall_by_answer_type(df: pd.DataFrame) -> pd.DataFrame:
+    typed = df.assign(answer_type=answer_types(df))
+    table = {v: {t: rate_text(g) for t, g in typed[typed["variant"] == v].groupby("answer_type")}
              for v in variant_order(df["variant"].unique())}
     return pd.DataFrame(table).fillna("")
-
-
-def _mixed_answer_types(df: pd.DataFrame) -> bool:
-    return ("literal" in df and (df["literal"] == False).any()) or (df["expected"] == "(abstain)").any()  # noqa: E712
 
 
 def mean_f1_by_budget(df: pd.DataFrame) -> pd.DataFrame:
@@ -195,7 +196,7 @@ def tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """The report's tables, titled, in order; every format shows all of them."""
     result = [("Recall by summary prompt and budget", recall_by_budget(df)),
               ("Recall by fact kind", recall_by_kind(df))]
-    if _mixed_answer_types(df):
+    if (answer_types(df) != "literal").any():
         result.append(("Recall by answer type", recall_by_answer_type(df)))
     f1 = mean_f1_by_budget(df)
     if not f1.empty:
