@@ -145,17 +145,15 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from .config import load_eval
     from .inputs import load_yaml
     from .report import plural
-    from .run import plan_cases, sampled_probes
+    from .run import plan_cases, probed_facts
     from .scenario import load_scenario, probes
 
     for path in args.files:
         data = load_yaml(path).data
         if isinstance(data, dict) and "turns" not in data and "budgets" in data:
             ev = load_eval(path)
-            scenarios = {s.id: s for s in ev.scenarios}
-            cases = plan_cases(ev)
-            probed = sum(len(sampled_probes(scenarios[c.scenario], ev.spec.probe.sample, ev.spec.probe.seed))
-                         for c in cases)
+            cases, facts = plan_cases(ev), probed_facts(ev)
+            probed = sum(len(facts[c.scenario]) for c in cases)
             print(f"{path}: ok ({plural(len(ev.scenarios), 'scenario')}, {plural(len(ev.prompts), 'prompt')}; "
                   f"a run plays {plural(len(cases), 'case')} and asks {plural(probed, 'probe')})")
         else:

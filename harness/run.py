@@ -100,6 +100,11 @@ def sampled_probes(scenario: Scenario, sample: int | None, seed: int) -> list[Pr
     return [p for i, p in enumerate(everything) if i in chosen]
 
 
+def probed_facts(ev: Eval) -> dict[str, list[Probe]]:
+    """Per scenario id, the facts every case of this eval probes."""
+    return {s.id: sampled_probes(s, ev.spec.probe.sample, ev.spec.probe.seed) for s in ev.scenarios}
+
+
 def first_verbatim_turn(messages: list[Message], turns_played: int) -> int:
     """Turns before this one are no longer in the history verbatim (folded or dropped)."""
     kept = sum(1 for i in exchange_starts(messages) if not is_summary(messages[i]))
@@ -113,6 +118,7 @@ class CaseRunner:
         self.ev, self.client, self.judge = ev, client, judge
         self.scenarios = {s.id: s for s in ev.scenarios}
         self.prompts: dict[str, Prompt] = {p.id: p for p in ev.prompts}
+        self.facts = probed_facts(ev)
         self._scripted_sizes: dict[str, int] = {}
 
     def scripted_size(self, scenario: Scenario) -> int:
@@ -140,7 +146,7 @@ class CaseRunner:
 
     def run(self, case: Case) -> tuple[list[dict], list[dict]]:
         scenario = self.scenarios[case.scenario]
-        facts = sampled_probes(scenario, self.ev.spec.probe.sample, self.ev.spec.probe.seed)
+        facts = self.facts[case.scenario]
         prompt = self.prompts.get(case.prompt)
         base = {"case": case.id, "scenario": case.scenario, "strategy": case.strategy,
                 "budget": case.budget, "prompt": case.prompt, "prompt_hash": prompt and prompt.hash,
