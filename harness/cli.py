@@ -122,10 +122,9 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 def _cmd_import(args: argparse.Namespace) -> int:
     from .locomo import import_locomo
-    from .scenario import load_scenario, probes
+    from .scenario import probes
 
-    for path, notes in import_locomo(args.file, args.out):
-        scenario = load_scenario(path)
+    for path, scenario, notes in import_locomo(args.file, args.out):
         print(f"{path}: {len(scenario.turns)} turns, {len(probes(scenario))} facts")
         for note in notes:
             print(f"  {note}")

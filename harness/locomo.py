@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from .inputs import InputError
-from .scenario import load_scenario
+from .scenario import Scenario, load_scenario
 from .score import Expectation, mentions, states
 
 F1_THRESHOLD = 0.5
@@ -139,8 +139,9 @@ def convert(path: Path, sample: str, conversation: dict, qa: list) -> tuple[dict
     return scenario, notes
 
 
-def import_locomo(path: str | Path, out_dir: str | Path) -> list[tuple[Path, list[str]]]:
-    """Write one validated scenario file per conversation; nothing is written for a bad one."""
+def import_locomo(path: str | Path, out_dir: str | Path) -> list[tuple[Path, Scenario, list[str]]]:
+    """Write one validated scenario file per conversation; nothing is written for a bad one.
+    Returns each file with the scenario it holds and notes on the QA items left out."""
     path, out_dir = Path(path), Path(out_dir)
     converted = [(sample, *convert(path, sample, conversation, qa)) for sample, conversation, qa in _samples(path)]
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -150,10 +151,10 @@ def import_locomo(path: str | Path, out_dir: str | Path) -> list[tuple[Path, lis
         partial = target.with_suffix(".yaml.partial")
         partial.write_text(yaml.safe_dump(scenario, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")
         try:
-            load_scenario(partial)  # the same validation a hand-written scenario gets
+            loaded = load_scenario(partial)  # the same validation a hand-written scenario gets
         except InputError:
             partial.unlink()
             raise
         os.replace(partial, target)
-        written.append((target, notes))
+        written.append((target, loaded, notes))
     return written

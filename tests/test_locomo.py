@@ -13,7 +13,7 @@ from harness.cli import main
 from harness.compaction import SUMMARY_PREFIX, CompactionSettings, TranscriptTooLarge, compact
 from harness.inputs import InputError
 from harness.locomo import import_locomo
-from harness.scenario import load_scenario, probes
+from harness.scenario import probes
 from harness.score import Expectation, Target, token_f1, verdict
 
 # shared/ sits beside the checkout, here and in CI.
@@ -29,8 +29,8 @@ def raw():
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory):
     out = tmp_path_factory.mktemp("locomo")
-    ((path, notes),) = import_locomo(CONV, out)
-    return load_scenario(path), notes
+    ((_, scenario, notes),) = import_locomo(CONV, out)
+    return scenario, notes
 
 
 def _lines(raw):
@@ -100,8 +100,8 @@ def test_the_list_of_samples_shape_gives_the_same_scenario(raw, tmp_path):
     conversation = {k: v for k, v in raw.items() if k != "qa"}
     (tmp_path / "all.json").write_text(json.dumps([{"sample_id": "conv-26", "conversation": conversation,
                                                     "qa": raw["qa"]}]))
-    ((from_list, _),) = import_locomo(tmp_path / "all.json", tmp_path / "a")
-    ((from_object, _),) = import_locomo(CONV, tmp_path / "b")
+    ((from_list, _, _),) = import_locomo(tmp_path / "all.json", tmp_path / "a")
+    ((from_object, _, _),) = import_locomo(CONV, tmp_path / "b")
     assert from_list.read_text() == from_object.read_text()
 
 
