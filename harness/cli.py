@@ -25,10 +25,15 @@ def _run(args: argparse.Namespace):
     from .models import default_jobs, open_model
     from .run import run_eval
 
-    ev = load_eval(args.eval, prompts=args.prompt, model=args.model, budgets=args.budget, repeats=args.repeats)
+    ev = load_eval(args.eval, prompts=args.prompt, model=args.model, budgets=args.budget, repeats=args.repeats,
+                   probes=False if args.no_probes else None)
+    if ev.spec.repeats > ev.repeats:
+        print(f"warning: {ev.spec.repeats} repeats at temperature 0 would be copies of one answer; collapsed to 1 "
+              "(set a temperature above 0 for independent samples)", file=sys.stderr)
     base_url = args.base_url or ev.spec.base_url
     jobs = args.jobs or default_jobs(ev.spec.model, base_url)
-    client = open_model(ev.spec.model, base_url=base_url, temperature=ev.spec.temperature, slots=jobs)
+    client = open_model(ev.spec.model, base_url=base_url, temperature=ev.spec.temperature, slots=jobs,
+                        sampling=ev.spec.sampling)
     judge = open_model(args.judge) if args.judge else None
     if not args.no_cache:
         client.cache = ResponseCache(Path(args.results) / "cache" / "responses.sqlite")
@@ -71,30 +76,40 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     import os
 
     from . import gate
-    from .report import load_manifest, load_records
+    from .config import load_eval
+    from .report import load_manifest, load_run
+
+    def baseline_dir(name: str) -> Path:
+        return Path(args.baseline or Path(args.results) / "baselines" / name)
 
     try:
         if not (args.run or args.eval):
             raise gate.CannotJudge("give an eval file to run, or --run RUN_DIR to gate a finished run")
+        if not args.run:
+            # Everything that can stop the gate is checked before minutes of model time are spent.
+            ev = load_eval(args.eval, prompts=args.prompt, budgets=args.budget, repeats=args.repeats)
+            baseline = gate.load_baseline(baseline_dir(ev.spec.name))
+            for prompt in ev.prompts:
+                gate.resolve_against(prompt.id, baseline, args.against)
         run_dir = args.run or _run(args)[1]
         about = load_manifest(run_dir)
         # The thresholds the run was made with (its eval file's `gate:`), then the flags.
         settings = gate.settings_with(gate.manifest_settings(about), max_drop=args.max_drop, alpha=args.alpha,
-                                      floor=args.floor, max_error_rate=args.max_error_rate)
-        baseline_dir = args.baseline or Path(args.results) / "baselines" / about["eval"]["name"]
-        baseline, baseline_about = gate.load_baseline(Path(baseline_dir))
-        cells = gate.evaluate(baseline, baseline_about, load_records(run_dir), about, settings, args.against)
+                                      floor=args.floor, max_error_rate=args.max_error_rate,
+                                      max_summary_growth=args.max_summary_growth)
+        baseline = gate.load_baseline(baseline_dir(about["eval"]["name"]))
+        verdict = gate.evaluate(baseline, load_run(run_dir), settings, args.against)
     except gate.CannotJudge as exc:
         print(f"gate: cannot judge: {exc}", file=sys.stderr)
         return gate.EXIT_CANNOT_JUDGE
-    paths = gate.write_outputs(cells, settings, Path(run_dir) / "gate")
+    paths = gate.write_outputs(verdict, settings, Path(run_dir) / "gate")
     summary = paths["markdown"].read_text()
     print(summary)
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as file:
             file.write(summary)
     print(f"junit: {paths['junit']}\nmarkdown: {paths['markdown']}")
-    return gate.exit_code(cells)
+    return verdict.exit_code
 
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
@@ -128,6 +143,20 @@ def _cmd_import(args: argparse.Namespace) -> int:
         print(f"{path}: {len(scenario.turns)} turns, {len(probes(scenario))} facts")
         for note in notes:
             print(f"  {note}")
+    return EXIT_OK
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from .generate import Options, generate, parse_filler
+
+    try:
+        chars, turns = parse_filler(args.filler)
+        options = Options(args.scenarios, args.facts, chars, turns, args.seed, args.supersede, args.distract,
+                          args.budget)
+        paths = generate(options, args.out)
+    except ValueError as exc:
+        raise InputError("harness generate", str(exc)) from None
+    print(f"wrote {len(paths)} scenarios of {args.facts} facts to {args.out} (seed {args.seed})")
     return EXIT_OK
 
 
@@ -183,6 +212,8 @@ def _run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> N
     parser.add_argument("--jobs", type=int, metavar="N",
                         help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)")
     parser.add_argument("--no-cache", action="store_true", help="do not reuse or store model responses")
+    parser.add_argument("--no-probes", action="store_true",
+                        help="measure summary retention only, without probe questions (several times cheaper)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -208,11 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
     _run_flags(gate_, eval_required=False)
     gate_.add_argument("--run", type=Path, metavar="RUN_DIR", help="gate a finished run instead of running")
     gate_.add_argument("--baseline", type=Path, help="baseline folder (default: RESULTS/baselines/<eval name>)")
-    gate_.add_argument("--against", metavar="PROMPT", help="the baseline prompt to compare with")
+    gate_.add_argument("--against", metavar="PROMPT", help="the baseline prompt to compare with (default: the "
+                                                            "prompt of the same id, else the baseline's first)")
     gate_.add_argument("--max-drop", type=float)
     gate_.add_argument("--alpha", type=float)
     gate_.add_argument("--floor", type=float)
     gate_.add_argument("--max-error-rate", type=float)
+    gate_.add_argument("--max-summary-growth", type=float, help="fail when median summary tokens grow more than this "
+                                                                 "share over the baseline's (default 0.25)")
     gate_.set_defaults(handler=_cmd_gate)
 
     baseline = commands.add_parser("baseline", help="record a finished run as the baseline the gate compares with")
@@ -235,6 +269,20 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("file", type=Path, help="a LoCoMo JSON file (one conversation, or the list of samples)")
     importer.add_argument("--out", type=Path, required=True, help="folder for the scenario files")
     importer.set_defaults(handler=_cmd_import)
+
+    generate = commands.add_parser("generate", help="write seeded synthetic scenarios built for statistical power")
+    generate.add_argument("--out", type=Path, required=True, help="folder for the scenario files")
+    generate.add_argument("--scenarios", type=int, default=20, help="how many scenarios (default 20)")
+    generate.add_argument("--facts", type=int, default=12, help="facts per scenario (default 12)")
+    generate.add_argument("--filler", default="400",
+                          help="neutral text between facts: characters (400) or exchanges (3turns); default 400")
+    generate.add_argument("--seed", type=int, default=0, help="same seed, same files (default 0)")
+    generate.add_argument("--supersede", type=float, default=0.15, help="share of facts changed later (default 0.15)")
+    generate.add_argument("--distract", type=float, default=0.25,
+                          help="share of facts planted beside a near-miss value (default 0.25)")
+    generate.add_argument("--budget", type=int, metavar="CHARS",
+                          help="refuse scenarios too short to compact at this budget in characters")
+    generate.set_defaults(handler=_cmd_generate)
 
     schema = commands.add_parser("schema", help="print the JSON Schema of scenario or eval files")
     schema.add_argument("kind", nargs="?", choices=["scenario", "eval"], default="scenario")

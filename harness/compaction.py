@@ -31,6 +31,9 @@ class CompactionSettings:
     # The longest transcript one summary request may carry; longer ones fold in chunks, each
     # summarised together with the summary so far. None: no limit (one request, as the seed).
     max_transcript_chars: int | None = None
+    # Where the summary prompt goes: "system" (the seed's: prompt as system, transcript as the user
+    # turn) or "transcript-first" (one user turn: the delimited transcript, then the prompt).
+    layout: Literal["system", "transcript-first"] = "system"
 
 
 class TranscriptTooLarge(Exception):
@@ -130,6 +133,14 @@ def transcript_chunks(messages: list[Message], settings: CompactionSettings) -> 
     return chunks + ([current] if current else [])
 
 
+def summary_request(transcript: str, settings: CompactionSettings) -> dict[str, Any]:
+    """The system prompt and messages of one summary request, in the settings' layout."""
+    if settings.layout == "system":
+        return {"system": settings.summary_prompt, "messages": [{"role": "user", "content": transcript}]}
+    return {"messages": [{"role": "user", "content": (
+        f"<conversation>\n{transcript}\n</conversation>\n\n{settings.summary_prompt}")}]}
+
+
 def compact(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
             settings: CompactionSettings = CompactionSettings(),
             events: list[CompactionEvent] | None = None) -> list[Message]:
@@ -142,11 +153,7 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
     summary = None
     for chunk in transcript_chunks(messages[:split], settings):
         transcript = chunk if summary is None else f"{SUMMARY_PREFIX}{summary}]\n{chunk}"
-        response = client.create(
-            max_tokens=settings.summary_max_tokens,
-            system=settings.summary_prompt,
-            messages=[{"role": "user", "content": transcript}],
-        )
+        response = client.create(max_tokens=settings.summary_max_tokens, **summary_request(transcript, settings))
         usage, meta = response.get("usage", {}), response.get("harness", {})
         event.chunks += 1
         event.input_tokens += usage.get("input_tokens", 0)

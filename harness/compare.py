@@ -1,119 +1,131 @@
-"""Paired comparison of two sets of records: the same facts, probed under two variants.
+"""Paired comparison of two variants on the same facts, for both metrics:
 
-Records pair when scenario, fact, budget, strategy and repeat agree. The recall difference is
-tested with an exact McNemar test on the discordant pairs (facts only one side recalled), and
-given a bootstrap interval that resamples whole scenarios (facts of one scenario are not
-independent). The facts that flipped each way are listed, so users see *what* a prompt loses.
+- **recall**: whether the probe answer states the fact (one 0/1 value per probe record);
+- **retention**: whether the summaries state the fact's value, no probe needed (per unit, the
+  share of the compactions that folded the fact whose summary still states it).
+
+Units pair when scenario, fact, budget, strategy and repeat agree; a unit with an error on
+either side is left out. The difference is tested over scenarios (see `stats.paired_test`):
+facts of one conversation share its summaries, so they are not independent evidence. The facts
+that flipped each way are listed, so users see *what* a prompt loses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import comb
+from functools import cached_property
 
-import numpy as np
 import pandas as pd
 
+from .stats import PairedTest, paired_test
+
 PAIR_KEY = ["scenario", "fact", "budget", "strategy", "repeat"]
-BOOTSTRAP_ITERATIONS = 2000
+METRICS = ("retention", "recall")
+
+
+def recall_units(records: pd.DataFrame) -> pd.DataFrame:
+    """One unit per scored probe record: value 1 when recalled."""
+    scored = records[records["verdict"] != "error"]
+    columns = PAIR_KEY + ["prompt", "expected", "answer", "kind"]
+    units = scored.reindex(columns=columns).copy()
+    units["value"] = (scored["verdict"] == "recalled").astype(float).to_numpy()
+    return units
+
+
+def retention_units(retention: pd.DataFrame) -> pd.DataFrame:
+    """One unit per (case, fact): the share of its compactions whose summary stated it."""
+    if retention.empty or "retained" not in retention:
+        return pd.DataFrame(columns=PAIR_KEY + ["prompt", "expected", "answer", "kind", "value"])
+    known = retention[retention["retained"].notna()].copy()
+    known["budget"] = known["budget"].astype("object").fillna("-")
+    known["prompt"] = known["prompt"].astype("object").fillna("-")
+    known["retained"] = known["retained"].astype(float)
+    units = known.groupby(PAIR_KEY + ["prompt"]).agg(
+        value=("retained", "mean"), expected=("expected", "last"), kind=("kind", "first")).reset_index()
+    units["answer"] = None
+    return units
 
 
 @dataclass
 class Comparison:
     label_a: str
     label_b: str
-    pairs: pd.DataFrame  # one row per paired fact, columns suffixed _a and _b
+    pairs: pd.DataFrame  # one row per paired unit: hit_a and hit_b (0/1, or shares for retention)
+    metric: str = "recall"
 
     @property
     def n(self) -> int:
         return len(self.pairs)
 
+    @cached_property
+    def test(self) -> PairedTest:
+        return paired_test(self.pairs["hit_a"], self.pairs["hit_b"], self.pairs["scenario"])
+
     @property
     def recall_a(self) -> float:
-        return float(self.pairs["hit_a"].mean()) if self.n else float("nan")
+        return self.test.mean_a
 
     @property
     def recall_b(self) -> float:
-        return float(self.pairs["hit_b"].mean()) if self.n else float("nan")
+        return self.test.mean_b
 
     @property
     def difference(self) -> float:
-        """Recall of B minus recall of A, on the same facts."""
-        return self.recall_b - self.recall_a
+        """B minus A, on the same units."""
+        return self.test.difference
+
+    @property
+    def p_value(self) -> float | None:
+        return self.test.p_value
 
     @property
     def lost(self) -> pd.DataFrame:
-        """Facts A recalled and B did not."""
-        return self.pairs[self.pairs["hit_a"] & ~self.pairs["hit_b"]]
+        """Units A kept better than B."""
+        return self.pairs[self.pairs["hit_a"] > self.pairs["hit_b"]]
 
     @property
     def gained(self) -> pd.DataFrame:
-        return self.pairs[~self.pairs["hit_a"] & self.pairs["hit_b"]]
-
-    @property
-    def p_value(self) -> float:
-        return mcnemar_exact(len(self.lost), len(self.gained))
-
-    def interval(self, seed: int = 0) -> tuple[float, float]:
-        return bootstrap_interval(self.pairs, seed=seed)
+        return self.pairs[self.pairs["hit_a"] < self.pairs["hit_b"]]
 
 
-def mcnemar_exact(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar p-value: under no difference, each discordant pair is a fair coin."""
-    n = only_a + only_b
-    if n == 0:
-        return 1.0
-    tail = sum(comb(n, i) for i in range(min(only_a, only_b) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
-
-
-def bootstrap_interval(pairs: pd.DataFrame, iterations: int = BOOTSTRAP_ITERATIONS,
-                       seed: int = 0) -> tuple[float, float]:
-    """95% percentile interval of recall(B) - recall(A), resampling whole scenarios."""
-    if pairs.empty:
-        return (float("nan"), float("nan"))
-    per_scenario = pairs.groupby("scenario").agg(a=("hit_a", "sum"), b=("hit_b", "sum"), n=("hit_a", "size"))
-    counts = per_scenario.to_numpy(dtype=float)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(counts), size=(iterations, len(counts)))
-    totals = counts[picks].sum(axis=1)  # iterations x (a, b, n)
-    differences = (totals[:, 1] - totals[:, 0]) / totals[:, 2]
-    low, high = np.percentile(differences, [2.5, 97.5])
-    return (float(low), float(high))
+def pair_units(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str, metric: str) -> Comparison:
+    left, right = a.copy(), b.copy()
+    for side in (left, right):
+        side["budget"] = side["budget"].astype("object").fillna("-")
+    pairs = left.merge(right, on=PAIR_KEY, suffixes=("_a", "_b"))
+    pairs = pairs.rename(columns={"value_a": "hit_a", "value_b": "hit_b"})
+    return Comparison(label_a, label_b, pairs.reset_index(drop=True), metric)
 
 
 def pair(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Comparison:
-    """Pair two sets of records fact by fact; pairs with an error on either side are left out."""
-    columns = PAIR_KEY + ["verdict", "answer", "expected", "kind"]
-    left = a.reindex(columns=columns).astype({"budget": "object"})
-    right = b.reindex(columns=columns).astype({"budget": "object"})
-    left["budget"], right["budget"] = left["budget"].fillna("-"), right["budget"].fillna("-")
-    pairs = left.merge(right, on=PAIR_KEY, suffixes=("_a", "_b"))
-    pairs = pairs[(pairs["verdict_a"] != "error") & (pairs["verdict_b"] != "error")].copy()
-    pairs["hit_a"] = pairs["verdict_a"] == "recalled"
-    pairs["hit_b"] = pairs["verdict_b"] == "recalled"
-    return Comparison(label_a, label_b, pairs.reset_index(drop=True))
+    """Pair two sets of probe records fact by fact on recall."""
+    return pair_units(recall_units(a), recall_units(b), label_a, label_b, "recall")
+
+
+def pair_retention(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Comparison:
+    """Pair two sets of retention rows fact by fact on retention."""
+    return pair_units(retention_units(a), retention_units(b), label_a, label_b, "retention")
 
 
 def describe(comparison: Comparison, flips: int = 20) -> str:
     """A plain-text account: rates, difference with its interval and p-value, flipped facts."""
     c = comparison
     if c.n == 0:
-        return f"{c.label_a} vs {c.label_b}: no paired probes"
-    low, high = c.interval()
-    lines = [
-        f"{c.label_a}: {c.recall_a:.0%}   {c.label_b}: {c.recall_b:.0%}   on {c.n} paired probes",
-        f"difference ({c.label_b} - {c.label_a}): {c.difference:+.1%}, 95% bootstrap interval over scenarios "
-        f"[{low:+.1%}, {high:+.1%}]; exact McNemar p = {c.p_value:.3g} "
-        f"({len(c.lost)} facts lost, {len(c.gained)} gained)",
-    ]
-    for title, rows in ((f"recalled by {c.label_a}, not by {c.label_b}", c.lost),
-                        (f"recalled by {c.label_b}, not by {c.label_a}", c.gained)):
+        return f"{c.metric}: {c.label_a} vs {c.label_b}: no paired units"
+    lines = [f"{c.metric}: {c.label_a}: {c.recall_a:.0%}   {c.label_b}: {c.recall_b:.0%}",
+             f"difference ({c.label_b} - {c.label_a}): {c.test.describe()}; "
+             f"{len(c.lost)} facts lost, {len(c.gained)} gained"]
+    for title, rows in ((f"kept better by {c.label_a}", c.lost), (f"kept better by {c.label_b}", c.gained)):
         if len(rows):
             lines.append(f"{title}:")
             for row in rows.head(flips).itertuples():
-                lines.append(f"  {row.scenario}/{row.fact} (budget {row.budget}): expected {row.expected_a!r}; "
-                             f"{c.label_b if row.hit_a else c.label_a} answered {str(row.answer_b if row.hit_a else row.answer_a)[:80]!r}")
+                detail = f"expected {row.expected_a!r}"
+                if c.metric == "recall":
+                    detail += (f"; {c.label_b if row.hit_a > row.hit_b else c.label_a} answered "
+                               f"{str(row.answer_b if row.hit_a > row.hit_b else row.answer_a)[:80]!r}")
+                else:
+                    detail += f"; retained in {row.hit_a:.0%} vs {row.hit_b:.0%} of summaries"
+                lines.append(f"  {row.scenario}/{row.fact} (budget {row.budget}): {detail}")
             if len(rows) > flips:
                 lines.append(f"  ... and {len(rows) - flips} more")
     return "\n".join(lines)

@@ -52,6 +52,12 @@ class GateSettings(BaseModel):
     alpha: float = Field(default=0.05, gt=0, lt=1, description="Significance level of the paired test.")
     floor: float = Field(default=0.0, ge=0, le=1, description="Recall under this fails outright.")
     max_error_rate: float = Field(default=0.1, ge=0, le=1, description="More errors than this: cannot judge.")
+    max_summary_growth: float = Field(
+        default=0.25, ge=0, description="Fail when the candidate's median summary is this much longer (in "
+                                        "tokens) than the baseline's: keeping facts by not compressing is no gain.")
+    power: float = Field(default=0.8, gt=0, lt=1, description="The power at which the minimum detectable drop is "
+                                                             "computed; an eval that cannot detect `max_drop` "
+                                                             "at this power cannot pass.")
 
 
 class EvalFile(BaseModel):
@@ -79,6 +85,17 @@ class EvalFile(BaseModel):
         default=None, ge=1000, description="Longest transcript per summary request; longer ones fold in chunks. "
                                            "Set it to fit the model's context window.")
     reply_max_tokens: int = Field(default=200, ge=1, description="Token limit of live agent replies.")
+    summary_layout: Literal["system", "transcript-first"] = Field(
+        default="system", description="system: the seed's request (prompt as system, transcript as the user "
+                                      "turn); transcript-first: one user turn, the delimited transcript then the prompt.")
+    sampling: dict[str, float | int | bool | str] = Field(
+        default={}, description="Extra sampling settings sent with every request (for llama.cpp, e.g. "
+                                "repeat_penalty, dry_multiplier); part of the model's identity for caching and gating.")
+    probes: bool = Field(default=True, description="false: measure summary retention only, with no probe questions "
+                                                   "(several times cheaper).")
+    control_prompt: str | None = Field(
+        default=None, description="A summary prompt that keeps nothing, run beside the others: reports show "
+                                  "prompt sensitivity, the best prompt's retention minus this one's.")
     probe: ProbeSettings = ProbeSettings()
     gate: GateSettings = GateSettings()
 
@@ -112,6 +129,12 @@ class Eval:
     scenarios: list[Scenario]
     prompts: list[Prompt]
     custom: dict[str, Callable]  # module:function strategies, imported only when named
+    control: str | None = None  # id of the keeps-nothing control prompt, one of `prompts`
+
+    @property
+    def repeats(self) -> int:
+        """Repeats that can differ: at temperature 0 they would be copies of one answer."""
+        return self.spec.repeats if self.spec.temperature > 0 else 1
 
 
 def _read_prompt(name: str, base: Path, origin: Path, line: int | None, field: str) -> Prompt:
@@ -138,13 +161,13 @@ def _import_strategy(name: str, origin: Path, line: int | None, field: str) -> C
 
 
 def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str | None = None,
-              budgets: list[str] | None = None, repeats: int | None = None) -> Eval:
+              budgets: list[str] | None = None, repeats: int | None = None, probes: bool | None = None) -> Eval:
     """Read and check an eval file; keyword arguments are command-line overrides."""
     doc = load_yaml(path)
     if not isinstance(doc.data, dict):
         raise InputError(path, "an eval is a mapping with name, scenarios and budgets", 1)
-    overrides = {k: v for k, v in dict(prompts=prompts, model=model, budgets=budgets, repeats=repeats).items()
-                 if v is not None}
+    overrides = {k: v for k, v in dict(prompts=prompts, model=model, budgets=budgets, repeats=repeats,
+                                       probes=probes).items() if v is not None}
     doc.data.update(overrides)
     spec = doc.validate(EvalFile)
     base = doc.path.parent
@@ -169,6 +192,10 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
     prompt_base = Path.cwd() if prompts is not None else base
     loaded = [_read_prompt(p, prompt_base, doc.path, doc.line_of(("prompts", i)), f"prompts[{i}]")
               for i, p in enumerate(spec.prompts)]
+    control = spec.control_prompt and _read_prompt(spec.control_prompt, base, doc.path,
+                                                   doc.line_of(("control_prompt",)), "control_prompt")
+    if control and control.id not in [p.id for p in loaded]:
+        loaded.append(control)
     if "summary" in spec.strategies and not loaded:
         raise doc.error(("prompts",), "the summary strategy needs at least one prompt file")
     ids = [p.id for p in loaded]
@@ -176,4 +203,4 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
         raise doc.error(("prompts",), "two prompt files share a name; prompts are identified by file name")
     custom = {s: _import_strategy(s, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
               for i, s in enumerate(spec.strategies) if s not in BUILTIN_STRATEGIES}
-    return Eval(spec, doc.path, scenarios, loaded, custom)
+    return Eval(spec, doc.path, scenarios, loaded, custom, control and control.id)

@@ -1,9 +1,18 @@
 """Gating summary-prompt changes: a candidate run against a committed baseline run.
 
-A cell (summary prompt x budget, plus each prompt over all budgets) fails when recall drops by
-more than `max_drop` *and* the paired test says the drop is significant at `alpha`, or when
-recall falls under `floor`. The harness cannot judge (exit 1) when the baseline is missing or
-was recorded on another model, when no probes pair up, or when errors exceed `max_error_rate`.
+For each metric both runs measured (retention: do the summaries state the facts; recall: do the
+probe answers), a cell (summary prompt x budget, plus each prompt over all budgets) fails when
+the metric drops by more than `max_drop` *and* the paired test over scenarios says the drop is
+significant at `alpha`, or when it falls under `floor`. A prompt also fails when its median
+summary is more than `max_summary_growth` longer than the baseline's (keeping facts by not
+compressing is no gain).
+
+When nothing fails, the gate may still be unable to *pass* a candidate (exit 1, with the reason):
+when the eval cannot detect a drop of `max_drop` (the minimum detectable drop at `power`, from
+the baseline), or when the baseline shows that the model is not steered by its summary prompt
+(its best prompt's retention is not significantly above the keeps-nothing control's). It also
+cannot judge when the baseline is missing or from another model, when nothing pairs up, or when
+errors exceed `max_error_rate`.
 """
 
 from __future__ import annotations
@@ -15,12 +24,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from .compare import Comparison, pair
+from .compare import Comparison, pair_units, recall_units, retention_units
 from .config import GateSettings
-from .report import budget_order, load_manifest, load_records, markdown_table
+from .report import Run, budget_order, load_run, markdown_table, summary_ratios
+from .stats import minimum_detectable_drop
 
 EXIT_PASS, EXIT_CANNOT_JUDGE, EXIT_REGRESSION = 0, 1, 100
 ALL_BUDGETS = "all"
+BASELINE_FILES = ("records.jsonl", "retention.jsonl", "compactions.jsonl", "manifest.json")
 
 
 class CannotJudge(Exception):
@@ -29,11 +40,13 @@ class CannotJudge(Exception):
 
 @dataclass
 class Cell:
+    metric: str
     prompt: str
     baseline_prompt: str
     budget: str
     comparison: Comparison
     error_rate: float
+    detectable_drop: float | None = None  # from the baseline; None: too few scenarios
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -42,115 +55,220 @@ class Cell:
 
     @property
     def name(self) -> str:
-        return f"{self.prompt} @ {self.scope}"
+        return f"{self.metric}: {self.prompt} @ {self.scope}"
+
+
+@dataclass
+class Verdict:
+    cells: list[Cell]
+    size_failures: dict[str, str] = field(default_factory=dict)  # prompt -> why
+    cannot_judge: list[str] = field(default_factory=list)  # reasons the gate cannot pass
+
+    @property
+    def exit_code(self) -> int:
+        if self.size_failures or any(c.failures for c in self.cells):
+            return EXIT_REGRESSION
+        return EXIT_CANNOT_JUDGE if self.cannot_judge else EXIT_PASS
 
 
 def record_baseline(run_dir: Path, baselines: Path, name: str) -> Path:
-    """Copy what the gate needs from a finished run: its records and manifest."""
+    """Copy what the gate needs from a finished run: its records, retention, compactions and manifest."""
     target = baselines / name
     target.mkdir(parents=True, exist_ok=True)
-    for file in ("records.jsonl", "manifest.json"):
-        shutil.copyfile(run_dir / file, target / file)
+    for file in BASELINE_FILES:
+        if (run_dir / file).is_file():
+            shutil.copyfile(run_dir / file, target / file)
     return target
 
 
-def load_baseline(path: Path) -> tuple[pd.DataFrame, dict]:
-    if not (path / "records.jsonl").is_file() or not (path / "manifest.json").is_file():
+def load_baseline(path: Path) -> Run:
+    if not (path / "manifest.json").is_file() or not any((path / f).is_file() for f in BASELINE_FILES[:2]):
         raise CannotJudge(f"no baseline at {path}: record one with `harness baseline RUN_DIR --name {path.name}`")
-    return load_records(path), load_manifest(path)
+    return load_run(path)
 
 
-def _baseline_prompt(prompt: str, available: list[str], against: str | None) -> str:
+def baseline_prompts(baseline: Run) -> list[str]:
+    """The baseline's summary prompts in its eval's order, the keeps-nothing control left out."""
+    listed = [p["id"] for p in baseline.about.get("prompts", [])]
+    if not listed:  # a manifest without its prompts: whatever prompts the data holds
+        data = pd.concat([baseline.records, baseline.retention])
+        listed = sorted(data.loc[data["strategy"] == "summary", "prompt"].dropna().unique())
+    return [p for p in listed if p != baseline.about.get("control_prompt")]
+
+
+def resolve_against(prompt: str, baseline: Run, against: str | None) -> str:
+    """The baseline prompt a candidate prompt is compared with: `--against`, else the prompt of the
+    same id, else the baseline's first prompt. Checked before a candidate run starts."""
+    baseline_about = baseline.about
+    available = baseline_prompts(baseline)
     if against:
         if against not in available:
             raise CannotJudge(f"the baseline has no prompt {against!r} (it has {', '.join(available)})")
         return against
-    if prompt in available:
+    if prompt in available or prompt == baseline_about.get("control_prompt"):
         return prompt
-    if len(available) == 1:
-        return available[0]
-    raise CannotJudge(f"candidate prompt {prompt!r} is not in the baseline, which has several "
-                      f"({', '.join(available)}): name one with --against")
+    if not available:
+        raise CannotJudge("the baseline has no summary prompts")
+    return available[0]
 
 
-def evaluate(baseline: pd.DataFrame, baseline_about: dict, candidate: pd.DataFrame, candidate_about: dict,
-             settings: GateSettings, against: str | None = None) -> list[Cell]:
-    if baseline_about["model"] != candidate_about["model"]:
-        raise CannotJudge(f"the baseline was recorded on {baseline_about['model']}, the candidate ran on "
-                          f"{candidate_about['model']}: gate against a baseline of the same model")
-    base = baseline[baseline["strategy"] == "summary"]
-    cand = candidate[candidate["strategy"] == "summary"]
-    if cand.empty:
-        raise CannotJudge("the candidate run has no summary-strategy records to gate")
-    cells = []
-    for prompt in sorted(cand["prompt"].unique()):
-        base_prompt = _baseline_prompt(prompt, sorted(base["prompt"].unique()), against)
-        mine, theirs = cand[cand["prompt"] == prompt], base[base["prompt"] == base_prompt]
-        for budget in sorted(mine["budget"].unique(), key=budget_order) + [ALL_BUDGETS]:
-            rows = mine if budget == ALL_BUDGETS else mine[mine["budget"] == budget]
-            reference = theirs if budget == ALL_BUDGETS else theirs[theirs["budget"] == budget]
-            comparison = pair(reference, rows, f"baseline {base_prompt}", f"candidate {prompt}")
-            if comparison.n == 0:
-                raise CannotJudge(f"no probes pair up for prompt {prompt!r} at budget {budget}: "
-                                  "the baseline does not cover this eval; record a new one")
-            cell = Cell(prompt, base_prompt, budget, comparison, float((rows["verdict"] == "error").mean()))
-            if cell.error_rate > settings.max_error_rate:
-                raise CannotJudge(f"{cell.name}: {cell.error_rate:.0%} of probes failed with errors "
-                                  f"(limit {settings.max_error_rate:.0%}); see the run's records")
-            drop = comparison.recall_a - comparison.recall_b
-            if comparison.recall_b < settings.floor:
-                cell.failures.append(f"recall {comparison.recall_b:.1%} is under the floor {settings.floor:.1%}")
-            if drop > settings.max_drop and comparison.p_value < settings.alpha:
-                cell.failures.append(f"recall dropped {drop:.1%} (more than {settings.max_drop:.1%}), "
-                                     f"significant: p = {comparison.p_value:.3g} < {settings.alpha}")
-            cells.append(cell)
-    return cells
+def _units(run: Run, metric: str) -> pd.DataFrame:
+    data = run.retention if metric == "retention" else run.records
+    summary = data[data["strategy"] == "summary"] if not data.empty else data
+    return retention_units(summary) if metric == "retention" else recall_units(summary)
 
 
-def exit_code(cells: list[Cell]) -> int:
-    return EXIT_REGRESSION if any(c.failures for c in cells) else EXIT_PASS
+def _errors(run: Run, metric: str, prompt: str) -> float:
+    data = run.retention if metric == "retention" else run.records
+    rows = data[(data["strategy"] == "summary") & (data["prompt"] == prompt)]
+    failed = rows["error"].notna() if metric == "retention" else rows["verdict"] == "error"
+    return float(failed.mean()) if len(rows) else 0.0
 
 
-def markdown_summary(cells: list[Cell], settings: GateSettings) -> str:
+def _median_summary_tokens(run: Run, prompt: str) -> float | None:
+    summaries = summary_ratios(run.compactions)
+    if summaries.empty:
+        return None
+    mine = summaries[(summaries["strategy"] == "summary") & (summaries["prompt"] == prompt)]
+    return float(mine["output_tokens"].median()) if len(mine) else None
+
+
+def _metrics(baseline: Run, candidate: Run) -> list[str]:
+    measured = [m for m in ("retention", "recall")
+                if not (baseline.retention if m == "retention" else baseline.records).empty
+                and not (candidate.retention if m == "retention" else candidate.records).empty]
+    if not measured:
+        raise CannotJudge("the baseline and the candidate measured nothing in common (retention or recall)")
+    return measured
+
+
+def sensitivity_problem(baseline: Run, alpha: float) -> str | None:
+    """Why the baseline shows the model ignoring its summary prompt, or None when it does not
+    (or when the baseline has no keeps-nothing control to tell)."""
+    control = baseline.about.get("control_prompt")
+    if not control or baseline.retention.empty:
+        return None
+    units = _units(baseline, "retention")
+    reference = units[units["prompt"] == control]
+    best = None
+    for prompt in baseline_prompts(baseline):
+        comparison = pair_units(reference, units[units["prompt"] == prompt], control, prompt, "retention")
+        if comparison.n and (best is None or comparison.difference > best.difference):
+            best = comparison
+    if best is None:
+        return None
+    if best.p_value is not None and best.p_value < alpha and best.difference > 0:
+        return None
+    return (f"on this model the summary prompt barely matters: in the baseline the best prompt ({best.label_b}) "
+            f"retains {best.recall_b:.0%} against {best.recall_a:.0%} for the keeps-nothing control "
+            f"({best.test.describe()}); prompt changes cannot be judged on it: gate on a model that follows "
+            "its summary prompt")
+
+
+def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str | None = None) -> Verdict:
+    if baseline.about["model"] != candidate.about["model"]:
+        raise CannotJudge(f"the baseline was recorded on {baseline.about['model']}, the candidate ran on "
+                          f"{candidate.about['model']}: gate against a baseline of the same model")
+    verdict = Verdict([])
+    control = candidate.about.get("control_prompt")
+    for metric in _metrics(baseline, candidate):
+        base, cand = _units(baseline, metric), _units(candidate, metric)
+        if cand.empty:
+            raise CannotJudge(f"the candidate run has no summary-strategy {metric} to gate")
+        for prompt in sorted(p for p in cand["prompt"].unique() if p != control):
+            base_prompt = resolve_against(prompt, baseline, against)
+            mine, theirs = cand[cand["prompt"] == prompt], base[base["prompt"] == base_prompt]
+            for budget in sorted(mine["budget"].unique(), key=budget_order) + [ALL_BUDGETS]:
+                rows = mine if budget == ALL_BUDGETS else mine[mine["budget"] == budget]
+                reference = theirs if budget == ALL_BUDGETS else theirs[theirs["budget"] == budget]
+                comparison = pair_units(reference, rows, f"baseline {base_prompt}", f"candidate {prompt}", metric)
+                if comparison.n == 0:
+                    raise CannotJudge(f"no {metric} units pair up for prompt {prompt!r} at budget {budget}: "
+                                      "the baseline does not cover this eval; record a new one")
+                cell = Cell(metric, prompt, base_prompt, budget, comparison, _errors(candidate, metric, prompt),
+                            minimum_detectable_drop(reference["value"], reference["scenario"],
+                                                    settings.alpha, settings.power))
+                if cell.error_rate > settings.max_error_rate:
+                    raise CannotJudge(f"{cell.name}: {cell.error_rate:.0%} of units failed with errors "
+                                      f"(limit {settings.max_error_rate:.0%}); see the run's records")
+                drop = -comparison.difference
+                if comparison.recall_b < settings.floor:
+                    cell.failures.append(f"{metric} {comparison.recall_b:.1%} is under the floor {settings.floor:.1%}")
+                if drop > settings.max_drop and comparison.p_value is not None and comparison.p_value < settings.alpha:
+                    cell.failures.append(f"{metric} dropped {drop:.1%} (more than {settings.max_drop:.1%}), "
+                                         f"significant: p = {comparison.p_value:.3g} < {settings.alpha}")
+                verdict.cells.append(cell)
+                if budget == ALL_BUDGETS and not cell.failures and (
+                        cell.detectable_drop is None or cell.detectable_drop > settings.max_drop):
+                    can = (f"only drops of {cell.detectable_drop:.1%} or more" if cell.detectable_drop is not None
+                           else f"nothing: it has fewer than 5 scenarios ({comparison.test.clusters})")
+                    verdict.cannot_judge.append(
+                        f"{cell.name}: this eval can detect {can} (alpha {settings.alpha:g}, power "
+                        f"{settings.power:.0%}), not the {settings.max_drop:.1%} the gate allows; add facts, "
+                        "scenarios or repeats")
+    for prompt in sorted({c.prompt for c in verdict.cells}):
+        base_prompt = resolve_against(prompt, baseline, against)
+        before, after = _median_summary_tokens(baseline, base_prompt), _median_summary_tokens(candidate, prompt)
+        if before and after and after > (1 + settings.max_summary_growth) * before:
+            verdict.size_failures[prompt] = (
+                f"median summary {after:.0f} tokens against the baseline's {before:.0f} "
+                f"(+{after / before - 1:.0%}, more than +{settings.max_summary_growth:.0%})")
+    if problem := sensitivity_problem(baseline, settings.alpha):
+        verdict.cannot_judge.append(problem)
+    return verdict
+
+
+def markdown_summary(verdict: Verdict, settings: GateSettings) -> str:
     rows = {}
-    for c in cells:
-        low, high = c.comparison.interval()
+    for c in verdict.cells:
+        t = c.comparison.test
         rows[c.name] = {
-            "baseline": f"{c.comparison.recall_a:.0%}", "candidate": f"{c.comparison.recall_b:.0%}",
-            "difference (95% CI)": f"{c.comparison.difference:+.0%} ({low:+.0%} to {high:+.0%})",
-            "p (McNemar)": f"{c.comparison.p_value:.3g}", "pairs": c.comparison.n,
+            "baseline": f"{t.mean_a:.0%}", "candidate": f"{t.mean_b:.0%}",
+            "difference (95% CI)": (f"{t.difference:+.0%} ({t.low:+.0%} to {t.high:+.0%})" if t.judged
+                                    else f"{t.difference:+.0%} (too few scenarios)"),
+            "p": f"{t.p_value:.3g}" if t.judged else "n/a",
+            "pairs (scenarios)": f"{t.pairs} ({t.clusters})",
+            "detectable drop": f"{c.detectable_drop:.0%}" if c.detectable_drop is not None else "n/a",
             "lost / gained": f"{len(c.comparison.lost)} / {len(c.comparison.gained)}",
             "result": "FAIL: " + "; ".join(c.failures) if c.failures else "pass",
         }
-    verdict = "regression" if exit_code(cells) == EXIT_REGRESSION else "pass"
-    parts = [f"### Summary-prompt gate: {verdict}",
-             f"Fails when recall drops more than {settings.max_drop:.0%} with p < {settings.alpha}, "
-             f"or falls under {settings.floor:.0%}.",
+    titles = {EXIT_PASS: "pass", EXIT_REGRESSION: "regression", EXIT_CANNOT_JUDGE: "cannot judge"}
+    parts = [f"### Summary-prompt gate: {titles[verdict.exit_code]}",
+             f"Fails when retention or recall drops more than {settings.max_drop:.0%} with p < {settings.alpha} "
+             f"(paired test over scenarios), falls under {settings.floor:.0%}, or when summaries grow more than "
+             f"{settings.max_summary_growth:.0%}; cannot pass an eval unable to detect a {settings.max_drop:.0%} "
+             f"drop with {settings.power:.0%} power.",
              markdown_table(pd.DataFrame.from_dict(rows, orient="index"))]
-    for c in cells:
+    parts += [f"**Summary size: {prompt} FAILS**: {why}" for prompt, why in verdict.size_failures.items()]
+    parts += [f"**Cannot judge**: {why}" for why in verdict.cannot_judge]
+    for c in verdict.cells:
         if c.budget == ALL_BUDGETS and len(c.comparison.lost):
             lost = c.comparison.lost
-            parts.append(f"**Facts {c.prompt} lost against the baseline** ({len(lost)})\n\n" + "\n".join(
+            parts.append(f"**Facts {c.prompt} kept less than the baseline ({c.metric}, {len(lost)})**\n\n" + "\n".join(
                 f"- {r.scenario}/{r.fact} at {r.budget}: expected `{r.expected_a}`" for r in lost.head(30).itertuples()))
     return "\n\n".join(parts) + "\n"
 
 
-def junit_xml(cells: list[Cell]) -> str:
-    suite = ET.Element("testsuite", name="compaction-gate", tests=str(len(cells)),
-                       failures=str(sum(bool(c.failures) for c in cells)))
+def junit_xml(verdict: Verdict) -> str:
+    cells = verdict.cells
+    suite = ET.Element("testsuite", name="compaction-gate", tests=str(len(cells) + len(verdict.size_failures)),
+                       failures=str(sum(bool(c.failures) for c in cells) + len(verdict.size_failures)))
     for c in cells:
-        case = ET.SubElement(suite, "testcase", classname=f"prompt.{c.prompt}", name=c.scope)
+        case = ET.SubElement(suite, "testcase", classname=f"{c.metric}.{c.prompt}", name=c.scope)
         if c.failures:
             failure = ET.SubElement(case, "failure", message="; ".join(c.failures))
             failure.text = "\n".join(f"lost {r.scenario}/{r.fact} ({r.budget})" for r in c.comparison.lost.itertuples())
+    for prompt, why in verdict.size_failures.items():
+        ET.SubElement(ET.SubElement(suite, "testcase", classname=f"size.{prompt}", name="summary size"),
+                      "failure", message=why)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
-def write_outputs(cells: list[Cell], settings: GateSettings, out_dir: Path) -> dict[str, Path]:
+def write_outputs(verdict: Verdict, settings: GateSettings, out_dir: Path) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"junit": out_dir / "gate-junit.xml", "markdown": out_dir / "gate.md"}
-    paths["junit"].write_text(junit_xml(cells), encoding="utf-8")
-    paths["markdown"].write_text(markdown_summary(cells, settings), encoding="utf-8")
+    paths["junit"].write_text(junit_xml(verdict), encoding="utf-8")
+    paths["markdown"].write_text(markdown_summary(verdict, settings), encoding="utf-8")
     return paths
 
 
@@ -160,4 +278,3 @@ def settings_with(settings: GateSettings, **overrides) -> GateSettings:
 
 def manifest_settings(about: dict) -> GateSettings:
     return GateSettings(**about["eval"].get("gate", {}))
-

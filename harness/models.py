@@ -51,26 +51,32 @@ class Backend:
     calls: int = 0  # requests actually sent to the model (cache hits excluded)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # cases run in threads
 
-    def create(self, **request: Any) -> dict[str, Any]:
+    def create(self, sample: int = 0, **request: Any) -> dict[str, Any]:
         """Send one Messages request; the response comes back as plain JSON data, with
-        `harness: {cached, latency_s}` added so callers can record cost and speed."""
-        key = self.cache and self.cache.key(self.identity, self.sampling, request)
+        `harness: {cached, latency_s}` added so callers can record cost and speed. `sample` > 0
+        asks for another independent sample of the same request (a repeat): its own seed where the
+        server takes one, and its own cache entry."""
+        sampling = self.sampling
+        if sample and "seed" in sampling:
+            sampling = {**sampling, "seed": sampling["seed"] + sample}
+        key = self.cache and self.cache.key(self.identity, {**sampling, "sample": sample} if sample else sampling,
+                                            request)
         if key and (hit := self.cache.get(key)):
             return {**hit, "harness": {"cached": True, "latency_s": 0.0}}
         started = time.monotonic()
-        response = self._send(request)
+        response = self._send(request, sampling)
         if key:
             self.cache.put(key, response)
         return {**response, "harness": {"cached": False, "latency_s": round(time.monotonic() - started, 3)}}
 
-    def _send(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _send(self, request: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
         # The SDK retries HTTP failures itself; a 200 with a broken body it does not, so we do.
         for attempt in range(MAX_RETRIES + 1):
             with self._lock:
                 self.calls += 1
             try:
                 return self.client.messages.create(
-                    model=self.model, extra_body=self.sampling or None, **request
+                    model=self.model, extra_body=sampling or None, **request
                 ).model_dump(mode="json", exclude_none=True)
             except json.JSONDecodeError as exc:
                 problem = exc
@@ -145,8 +151,17 @@ def default_jobs(name: str, base_url: str | None = None) -> int:
 
 
 def open_model(name: str = LOCAL, *, base_url: str | None = None, temperature: float = 0.0,
-               seed: int = 0, threads: int | None = None, slots: int = 1) -> Backend:
-    """Return a Backend for a model name (see the module docstring)."""
+               seed: int = 0, threads: int | None = None, slots: int = 1,
+               sampling: dict[str, Any] | None = None) -> Backend:
+    """Return a Backend for a model name (see the module docstring). `sampling`: extra settings
+    sent with every request (and part of the cache key)."""
+    backend = _open(name, base_url, temperature, seed, threads, slots)
+    backend.sampling.update(sampling or {})
+    return backend
+
+
+def _open(name: str, base_url: str | None, temperature: float, seed: int, threads: int | None,
+          slots: int) -> Backend:
     if base_url:
         client = anthropic.Anthropic(base_url=base_url, api_key=os.environ.get("ANTHROPIC_API_KEY", "none"),
                                      timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)

@@ -3,7 +3,9 @@
 `load_records` gives the pandas DataFrame behind every table (for notebooks); `text_report`
 prints the tables; `write_report` writes markdown (fits a pull-request comment or
 $GITHUB_STEP_SUMMARY), CSV, and a self-contained HTML page with the plots embedded as PNG.
-Every rate carries its n and a 95% Wilson interval.
+Every rate carries its n and a 95% Wilson interval on its effective sample size (observations
+of one fact count once: see `stats`). Two metrics: *retention* (does the summary still state the
+fact? no probe needed) and *recall* (does the probe answer state it?).
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ import base64
 import html
 import io
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from .run import read_jsonl
+from .stats import Rate, minimum_detectable_drop, paired_test, rate
 
 CEILING, NO_HISTORY = "ceiling (full history)", "control: no history"
 CONTROLS = (CEILING, NO_HISTORY)
@@ -27,16 +29,30 @@ CONTROLS = (CEILING, NO_HISTORY)
 # --- data ----------------------------------------------------------------------------
 
 
-def load_records(run_dir: str | Path) -> pd.DataFrame:
-    records = read_jsonl(Path(run_dir) / "records.jsonl")
-    if not records:
-        raise FileNotFoundError(f"{run_dir}: no records (is this a run folder?)")
-    df = pd.DataFrame(records)
+RECORD_COLUMNS = ["case", "scenario", "strategy", "budget", "prompt", "repeat", "fact", "kind", "expected",
+                  "verdict", "location", "compactions", "answer"]
+
+
+def _labelled(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
     # One label per row of the main table: a summary prompt, or a strategy without one.
     df["variant"] = [f"summary: {p}" if s == "summary" else
                      {"none": CEILING, "no-history": NO_HISTORY}.get(s, s)
                      for s, p in zip(df["strategy"], df["prompt"])]
     return df
+
+
+def load_records(run_dir: str | Path) -> pd.DataFrame:
+    """Probe records (empty for a run without probes)."""
+    if not (Path(run_dir) / "records.jsonl").is_file() and not (Path(run_dir) / "retention.jsonl").is_file():
+        raise FileNotFoundError(f"{run_dir}: no records (is this a run folder?)")
+    return _labelled(read_jsonl(Path(run_dir) / "records.jsonl"), RECORD_COLUMNS)
+
+
+def load_retention(run_dir: str | Path) -> pd.DataFrame:
+    """Retention rows: per compaction, per fact folded so far, whether the summary states it."""
+    return _labelled(read_jsonl(Path(run_dir) / "retention.jsonl"),
+                     ["case", "scenario", "strategy", "budget", "prompt", "repeat", "fact", "kind", "retained", "error"])
 
 
 def load_compactions(run_dir: str | Path) -> pd.DataFrame:
@@ -53,35 +69,33 @@ class Run:
 
     records: pd.DataFrame
     compactions: pd.DataFrame
+    retention: pd.DataFrame
     about: dict
 
 
 def load_run(run_dir: str | Path) -> Run:
-    return Run(load_records(run_dir), load_compactions(run_dir), load_manifest(run_dir))
+    return Run(load_records(run_dir), load_compactions(run_dir), load_retention(run_dir), load_manifest(run_dir))
 
 
-def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval: sensible at 0, at n, and for small n, unlike p +- 2se."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+def _fact_clusters(group: pd.DataFrame) -> pd.Series:
+    # Observations of one fact (at several budgets, compactions or repeats) count once.
+    return group["scenario"].astype(str) + "/" + group["fact"].astype(str)
 
 
-def recall(group: pd.DataFrame) -> tuple[int, int]:
-    """(recalled, scored): errors are excluded, never counted as forgetting."""
+def recall_rate(group: pd.DataFrame) -> Rate:
+    """Recalled / scored: errors are excluded, never counted as forgetting."""
     scored = group[group["verdict"] != "error"]
-    return int((scored["verdict"] == "recalled").sum()), len(scored)
+    return rate(scored["verdict"] == "recalled", _fact_clusters(scored))
+
+
+def retention_rate(group: pd.DataFrame) -> Rate:
+    """Observations whose summary states the fact; errors and unknowns excluded."""
+    known = group[group["retained"].notna()]
+    return rate(known["retained"].astype(bool), _fact_clusters(known))
 
 
 def rate_text(group: pd.DataFrame) -> str:
-    hits, n = recall(group)
-    if n == 0:
-        return "n/a"
-    low, high = wilson(hits, n)
-    return f"{hits / n:.0%} ({hits}/{n}; {low:.0%}-{high:.0%})"
+    return recall_rate(group).text()
 
 
 def plural(n: int, noun: str) -> str:
@@ -115,6 +129,66 @@ def _by_budget(df: pd.DataFrame, cell) -> pd.DataFrame:
 def recall_by_budget(df: pd.DataFrame) -> pd.DataFrame:
     table = _by_budget(df, rate_text)
     table["errors"] = [int((df[df["variant"] == v]["verdict"] == "error").sum()) for v in table.index]
+    return table
+
+
+def retention_by_budget(retention: pd.DataFrame) -> pd.DataFrame:
+    """Per summary prompt and budget: the share of (fact, compaction) observations whose summary
+    states the fact's value (of its subject), n = observations."""
+    table = _by_budget(retention, lambda group: retention_rate(group).text())
+    table["errors"] = [int(retention[retention["variant"] == v]["error"].notna().sum()) for v in table.index]
+    return table
+
+
+def summary_ratios(compactions: pd.DataFrame) -> pd.DataFrame:
+    """Compactions that produced a summary, each with its size after / before."""
+    if compactions.empty or "summary" not in compactions:
+        return compactions
+    summaries = compactions[compactions["summary"].notna()]
+    return summaries.assign(ratio=summaries["size_after"] / summaries["size_before"])
+
+
+def retention_and_compression(retention: pd.DataFrame, compactions: pd.DataFrame, alpha: float,
+                              power: float) -> pd.DataFrame:
+    """Retention read next to its cost, per summary prompt: a summary that keeps everything by not
+    compressing is no improvement. Also the smallest retention drop this run could detect."""
+    from .compare import retention_units
+    ratios = summary_ratios(compactions)
+    rows = {}
+    for variant in variant_order(retention["variant"].unique()):
+        group = retention[retention["variant"] == variant]
+        made = ratios[(ratios["strategy"] == group["strategy"].iloc[0]) &
+                      (ratios["prompt"].fillna("-") == (group["prompt"].fillna("-").iloc[0]))] \
+            if not ratios.empty else ratios
+        units = retention_units(group)
+        drop = minimum_detectable_drop(units["value"], units["scenario"], alpha, power) if len(units) else None
+        rows[variant] = {
+            "retention": retention_rate(group).text(),
+            "compactions": len(made),
+            "median size after / before": f"{made['ratio'].median():.2f}" if len(made) else "n/a",
+            "median summary tokens": f"{made['output_tokens'].median():.0f}" if len(made) else "n/a",
+            f"detectable drop (alpha {alpha:g}, power {power:.0%})":
+                f"{drop:.1%}" if drop is not None else "too few scenarios",
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def prompt_sensitivity(retention: pd.DataFrame, control: str) -> pd.DataFrame:
+    """Each summary prompt's retention minus the keeps-nothing control's, paired fact by fact:
+    near zero, the model is not steered by its summary prompt and prompt comparisons measure noise."""
+    from .compare import pair_retention
+    summary = retention[retention["strategy"] == "summary"]
+    baseline = summary[summary["prompt"] == control]
+    rows = {}
+    for prompt in sorted(set(summary["prompt"].dropna()) - {control}):
+        comparison = pair_retention(baseline, summary[summary["prompt"] == prompt], control, prompt)
+        rows[f"summary: {prompt}"] = {"retention": f"{comparison.recall_b:.0%}",
+                                      f"control ({control})": f"{comparison.recall_a:.0%}",
+                                      "sensitivity": comparison.test.describe()}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    if not table.empty:
+        best = max(rows, key=lambda v: float(rows[v]["retention"].rstrip("%")))
+        table = table.rename(index={best: f"{best} (best)"})
     return table
 
 
@@ -179,11 +253,10 @@ def survival_by_compactions(df: pd.DataFrame) -> pd.DataFrame:
 
 def summary_costs(compactions: pd.DataFrame) -> pd.DataFrame:
     """Per summary prompt: how much each compaction shrank the history, and what it cost."""
-    summaries = compactions[(compactions.get("strategy") == "summary") & compactions["summary"].notna()] \
-        if not compactions.empty else compactions
+    summaries = summary_ratios(compactions)
     if summaries.empty:
         return pd.DataFrame()
-    summaries = summaries.assign(ratio=summaries["size_after"] / summaries["size_before"])
+    summaries = summaries[summaries["strategy"] == "summary"]
     return summaries.groupby("prompt").agg(
         compactions=("ratio", "size"),
         median_compression=("ratio", "median"),
@@ -192,10 +265,22 @@ def summary_costs(compactions: pd.DataFrame) -> pd.DataFrame:
     ).round(2)
 
 
-def tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+def tables(run: Run) -> list[tuple[str, pd.DataFrame]]:
     """The report's tables, titled, in order; every format shows all of them."""
-    result = [("Recall by summary prompt and budget", recall_by_budget(df)),
-              ("Recall by fact kind", recall_by_kind(df))]
+    result = []
+    if not run.retention.empty:
+        gate = run.about["eval"].get("gate", {})
+        result += [("Summary retention by prompt and budget", retention_by_budget(run.retention)),
+                   ("Retention and compression per prompt", retention_and_compression(
+                       run.retention, run.compactions, gate.get("alpha", 0.05), gate.get("power", 0.8)))]
+        if control := run.about.get("control_prompt"):
+            result.append(("Prompt sensitivity: retention against the keeps-nothing control",
+                           prompt_sensitivity(run.retention, control)))
+    df = run.records
+    if df.empty:
+        return result
+    result += [("Recall by summary prompt and budget", recall_by_budget(df)),
+               ("Recall by fact kind", recall_by_kind(df))]
     if (answer_types(df) != "literal").any():
         result.append(("Recall by answer type", recall_by_answer_type(df)))
     f1 = mean_f1_by_budget(df)
@@ -208,18 +293,20 @@ def tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
 
 
 def text_report(run_dir: str | Path) -> str:
-    df = load_records(run_dir)
-    sections = [_headline(df, load_manifest(run_dir)),
-                *(f"{title}\n{table.to_string()}" for title, table in tables(df)),
+    run = load_run(run_dir)
+    sections = [_headline(run), *(f"{title}\n{table.to_string()}" for title, table in tables(run)),
                 f"Run folder: {run_dir}"]
     return "\n\n".join(sections)
 
 
-def _headline(df: pd.DataFrame, about: dict) -> str:
+def _headline(run: Run) -> str:
+    about = run.about
     played = f" (first {turns} turns of each)" if (turns := about["eval"].get("max_turns")) else ""
-    return (f"eval {about['eval']['name']} on {about['model']}: {plural(len(df), 'probe')}, "
-            f"{plural(df['scenario'].nunique(), 'scenario')}{played}; recall = recalled / probes scored "
-            "(errors excluded; 95% Wilson interval)")
+    scenarios = pd.concat([run.records["scenario"], run.retention["scenario"]]).nunique()
+    return (f"eval {about['eval']['name']} on {about['model']}: {plural(len(run.records), 'probe')}, "
+            f"{plural(len(run.retention), 'retention check')}, {plural(scenarios, 'scenario')}{played}; "
+            "retention = summaries that state the fact, recall = probe answers that state it (errors excluded; "
+            "95% Wilson interval, each fact counted once)")
 
 
 # --- markdown --------------------------------------------------------------------------
@@ -239,9 +326,8 @@ def markdown_report(run_dir: str | Path) -> str:
 
 
 def _markdown(run: Run) -> str:
-    df = run.records
-    parts = [f"### Compaction recall: {run.about['eval']['name']}", _headline(df, run.about)]
-    for title, table in tables(df):
+    parts = [f"### Compaction recall: {run.about['eval']['name']}", _headline(run)]
+    for title, table in tables(run):
         parts += [f"**{title}**", markdown_table(table)]
     return "\n\n".join(parts) + "\n"
 
@@ -258,8 +344,7 @@ def _png(figure) -> str:
 
 
 def _rate(group: pd.DataFrame) -> float:
-    hits, n = recall(group)
-    return hits / n if n else float("nan")
+    return recall_rate(group).value
 
 
 def plots(df: pd.DataFrame, compactions: pd.DataFrame) -> dict[str, str]:
@@ -269,61 +354,62 @@ def plots(df: pd.DataFrame, compactions: pd.DataFrame) -> dict[str, str]:
     import matplotlib.pyplot as plt
 
     images = {}
-    budgets = sorted(df["budget"].dropna().unique(), key=budget_order)
-    variants = [v for v in variant_order(df["variant"].unique()) if v not in CONTROLS]
-    if budgets:
-        fig, ax = plt.subplots(figsize=(7, 4))
-        x = range(len(budgets))
-        for v in variants:
-            group = df[df["variant"] == v]
-            ax.plot(x, [_rate(group[group["budget"] == b]) for b in budgets], marker="o", label=v)
-        for control, style in ((CEILING, "--"), (NO_HISTORY, ":")):
-            if control in set(df["variant"]):
-                ax.axhline(_rate(df[df["variant"] == control]), linestyle=style, color="grey", label=control)
-        ax.set(xticks=list(x), xticklabels=budgets, xlabel="budget", ylabel="recall", ylim=(0, 1.05),
-               title="Recall versus budget")
-        ax.legend(fontsize=8)
-        images["Recall versus budget"] = _png(fig)
+    if not df.empty:  # a run without probes has retention only
+        budgets = sorted(df["budget"].dropna().unique(), key=budget_order)
+        variants = [v for v in variant_order(df["variant"].unique()) if v not in CONTROLS]
+        if budgets:
+            fig, ax = plt.subplots(figsize=(7, 4))
+            x = range(len(budgets))
+            for v in variants:
+                group = df[df["variant"] == v]
+                ax.plot(x, [_rate(group[group["budget"] == b]) for b in budgets], marker="o", label=v)
+            for control, style in ((CEILING, "--"), (NO_HISTORY, ":")):
+                if control in set(df["variant"]):
+                    ax.axhline(_rate(df[df["variant"] == control]), linestyle=style, color="grey", label=control)
+            ax.set(xticks=list(x), xticklabels=budgets, xlabel="budget", ylabel="recall", ylim=(0, 1.05),
+                   title="Recall versus budget")
+            ax.legend(fontsize=8)
+            images["Recall versus budget"] = _png(fig)
 
-    kinds = sorted(df["kind"].unique())
-    all_variants = variant_order(df["variant"].unique())
-    grid = [[_rate(df[(df["kind"] == k) & (df["variant"] == v)]) for v in all_variants] for k in kinds]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(all_variants), 0.8 + 0.45 * len(kinds)))
-    shown = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    ax.set(xticks=range(len(all_variants)), yticks=range(len(kinds)), yticklabels=kinds, title="Recall by fact kind")
-    ax.set_xticklabels(all_variants, rotation=30, ha="right", fontsize=8)
-    for i, row in enumerate(grid):
-        for j, value in enumerate(row):
-            if value == value:  # not NaN
-                ax.text(j, i, f"{value:.0%}", ha="center", va="center", color="white" if value < 0.6 else "black")
-    fig.colorbar(shown, ax=ax)
-    images["Recall by fact kind and variant"] = _png(fig)
+        kinds = sorted(df["kind"].unique())
+        all_variants = variant_order(df["variant"].unique())
+        grid = [[_rate(df[(df["kind"] == k) & (df["variant"] == v)]) for v in all_variants] for k in kinds]
+        fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(all_variants), 0.8 + 0.45 * len(kinds)))
+        shown = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set(xticks=range(len(all_variants)), yticks=range(len(kinds)), yticklabels=kinds, title="Recall by fact kind")
+        ax.set_xticklabels(all_variants, rotation=30, ha="right", fontsize=8)
+        for i, row in enumerate(grid):
+            for j, value in enumerate(row):
+                if value == value:  # not NaN
+                    ax.text(j, i, f"{value:.0%}", ha="center", va="center", color="white" if value < 0.6 else "black")
+        fig.colorbar(shown, ax=ax)
+        images["Recall by fact kind and variant"] = _png(fig)
 
-    lost = where_lost(df)
-    if not lost.empty:
-        parts = ["recalled", "lost: not in summary", "lost: in summary, not recalled", "lost: still verbatim", "errors"]
-        fig, ax = plt.subplots(figsize=(7, 0.9 + 0.5 * len(lost)))
-        left = pd.Series(0, index=lost.index)
-        for part in parts:
-            share = lost[part] / lost["probes"]
-            ax.barh(lost.index, share, left=left, label=part)
-            left += share
-        ax.set(xlim=(0, 1), xlabel="share of probes", title="Where facts were lost")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
-        images["Where facts were lost"] = _png(fig)
+        lost = where_lost(df)
+        if not lost.empty:
+            parts = ["recalled", "lost: not in summary", "lost: in summary, not recalled", "lost: still verbatim", "errors"]
+            fig, ax = plt.subplots(figsize=(7, 0.9 + 0.5 * len(lost)))
+            left = pd.Series(0, index=lost.index)
+            for part in parts:
+                share = lost[part] / lost["probes"]
+                ax.barh(lost.index, share, left=left, label=part)
+                left += share
+            ax.set(xlim=(0, 1), xlabel="share of probes", title="Where facts were lost")
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
+            images["Where facts were lost"] = _png(fig)
 
-        compacted = df[~df["strategy"].isin(["none", "no-history"])]
-        fig, ax = plt.subplots(figsize=(7, 4))
-        for v in variant_order(compacted["variant"].unique()):
-            through = compacted[compacted["variant"] == v]["compactions"].clip(upper=3)
-            counts = sorted(through.unique())
-            group = compacted[compacted["variant"] == v]
-            ax.plot(counts, [_rate(group[through == c]) for c in counts], marker="o", label=v)
-        ax.set(xticks=[0, 1, 2, 3], xticklabels=["0", "1", "2", "3+"],
-               xlabel="compactions the fact went through", ylabel="recall", ylim=(0, 1.05),
-               title="Survival by number of compactions")
-        ax.legend(fontsize=8)
-        images["Survival by number of compactions"] = _png(fig)
+            compacted = df[~df["strategy"].isin(["none", "no-history"])]
+            fig, ax = plt.subplots(figsize=(7, 4))
+            for v in variant_order(compacted["variant"].unique()):
+                through = compacted[compacted["variant"] == v]["compactions"].clip(upper=3)
+                counts = sorted(through.unique())
+                group = compacted[compacted["variant"] == v]
+                ax.plot(counts, [_rate(group[through == c]) for c in counts], marker="o", label=v)
+            ax.set(xticks=[0, 1, 2, 3], xticklabels=["0", "1", "2", "3+"],
+                   xlabel="compactions the fact went through", ylabel="recall", ylim=(0, 1.05),
+                   title="Survival by number of compactions")
+            ax.legend(fontsize=8)
+            images["Survival by number of compactions"] = _png(fig)
 
     costs = summary_costs(compactions)
     if not costs.empty:
@@ -350,14 +436,14 @@ def html_report(run_dir: str | Path) -> str:
 def _html(run: Run) -> str:
     df, compactions, about = run.records, run.compactions, run.about
     e = html.escape
-    (main_title, main_table), *more = tables(df)
-    sections = [f"<h1>Compaction recall: {e(about['eval']['name'])}</h1>", f"<p>{e(_headline(df, about))}</p>",
+    (main_title, main_table), *more = tables(run)
+    sections = [f"<h1>Compaction recall: {e(about['eval']['name'])}</h1>", f"<p>{e(_headline(run))}</p>",
                 f"<h2>{e(main_title)}</h2>", _html_table(main_table)]
     for title, png in plots(df, compactions).items():
         sections.append(f'<h2>{e(title)}</h2><img alt="{e(title)}" src="data:image/png;base64,{png}">')
     for title, table in more:
         sections += [f"<h2>{e(title)}</h2>", _html_table(table)]
-    survival = survival_by_compactions(df)
+    survival = survival_by_compactions(df) if not df.empty else df
     if not survival.empty:
         sections += ["<h2>Survival by number of compactions</h2>", _html_table(survival)]
     costs = summary_costs(compactions)

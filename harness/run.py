@@ -2,7 +2,8 @@
 scenario through a fresh agent, then probes every fact from its own copy of the history.
 
 A run folder holds `records.jsonl` (one line per probe), `compactions.jsonl` (one line per
-compaction), `cases.jsonl` (one line per finished case) and `manifest.json`. A case's lines
+compaction), `retention.jsonl` (one line per fact folded so far, per compaction: does the summary
+still state its value?), `cases.jsonl` (one line per finished case) and `manifest.json`. A case's lines
 are appended and synced before the case is marked finished, so `--resume` can drop a case
 that was cut short (and a half-written last line) and redo it: no record lost or doubled.
 """
@@ -33,7 +34,7 @@ from .config import USES_BUDGET, USES_PROMPT, Eval, Prompt
 from .inputs import InputError
 from .models import MalformedResponse
 from .scenario import Probe, Scenario, Turn, probes
-from .score import JudgeError, answer_f1, judge_says_recalled, states, verdict
+from .score import JudgeError, answer_f1, judge_says_recalled, states, states_about, verdict
 
 # Failures of the model, its API, the judge or compaction: recorded as `error`, never scored as forgetting.
 RECORDED_ERRORS = (anthropic.APIError, MalformedResponse, JudgeError, TranscriptTooLarge)
@@ -57,8 +58,10 @@ def plan_cases(ev: Eval) -> list[Case]:
     """Each strategy runs only over the dimensions it depends on (no-history ignores budgets)."""
     cases = []
     for scenario in ev.scenarios:
-        for repeat in range(ev.spec.repeats):
+        for repeat in range(ev.repeats):
             for strategy in ev.spec.strategies:
+                if not ev.spec.probes and strategy in ("none", "no-history"):
+                    continue  # without probes only compactions are measured, and these never compact
                 uses_budget = strategy in USES_BUDGET or strategy in ev.custom
                 for budget in ev.spec.budgets if uses_budget else [None]:
                     for prompt in ev.prompts if strategy in USES_PROMPT else [None]:
@@ -111,6 +114,21 @@ def first_verbatim_turn(messages: list[Message], turns_played: int) -> int:
     return turns_played - kept
 
 
+@dataclass
+class Resampled:
+    """A client whose requests are sample `index` of a repeated case: the local server gets its own
+    seed and the cache its own entries, so a repeat at temperature > 0 is a new sample."""
+
+    client: Any
+    index: int
+
+    def create(self, **request: Any) -> dict[str, Any]:
+        return self.client.create(sample=self.index, **request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
 class CaseRunner:
     """Plays one case and returns its probe records and compaction records."""
 
@@ -119,6 +137,8 @@ class CaseRunner:
         self.scenarios = {s.id: s for s in ev.scenarios}
         self.prompts: dict[str, Prompt] = {p.id: p for p in ev.prompts}
         self.facts = probed_facts(ev)
+        # Every subject of a scenario, so retention can tell a value stated of the wrong one.
+        self.subjects = {s.id: tuple(p.subject for p in probes(s) if p.subject) for s in ev.scenarios}
         self._scripted_sizes: dict[str, int] = {}
 
     def scripted_size(self, scenario: Scenario) -> int:
@@ -132,19 +152,23 @@ class CaseRunner:
     def _agent(self, case: Case, scenario: Scenario, limit: int | None) -> Agent:
         spec = self.ev.spec
         prompt = self.prompts.get(case.prompt)
-        settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent,
-                                      spec.summary_max_tokens, spec.unit, spec.summary_transcript_chars)
+        settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent, spec.summary_max_tokens,
+                                      spec.unit, spec.summary_transcript_chars, spec.summary_layout)
         if case.strategy in self.ev.custom:
             strategy = from_seed_signature(case.strategy, self.ev.custom[case.strategy])
         else:
             strategy = truncate if case.strategy == "truncate" else compact
         tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result))
                               for t in scenario.tools])
+        # Repeats are samples only at temperature > 0 (else they collapse): each gets its own
+        # sampling seed and cache entries, so it is not a copy of the first.
+        client = Resampled(self.client, case.repeat) if case.repeat else self.client
         # `none` and `no-history` have no budget (limit None), so the agent never compacts.
-        return Agent(self.client, tools, limit, strategy, settings,
+        return Agent(client, tools, limit, strategy, settings,
                      max_tokens=spec.reply_max_tokens, output_stream=io.StringIO())
 
-    def run(self, case: Case) -> tuple[list[dict], list[dict]]:
+    def run(self, case: Case) -> tuple[list[dict], list[dict], list[dict]]:
+        """The case's probe records, compaction records and retention rows."""
         scenario = self.scenarios[case.scenario]
         facts = self.facts[case.scenario]
         prompt = self.prompts.get(case.prompt)
@@ -152,34 +176,62 @@ class CaseRunner:
                 "budget": case.budget, "prompt": case.prompt, "prompt_hash": prompt and prompt.hash,
                 "repeat": case.repeat, "model": self.client.identity, "unit": self.ev.spec.unit}
         compactions: list[dict] = []
+        retention: list[dict] = []
         try:
             limit = case.budget and resolve_limit(case.budget, self.scripted_size(scenario))
             agent = self._agent(case, scenario, limit)
             if case.strategy != "no-history":
                 for index, turn in enumerate(scenario.turns):
-                    self._compact(agent, index, base, compactions)
+                    self._compact(agent, index, base, compactions, retention)
                     if turn.assistant is None:
                         agent.messages.append({"role": "user", "content": turn.user})
                         agent.respond()
                     else:
                         agent.messages += scripted_messages(turn, index)
                 # The compaction the agent would run before the next user line (the probe).
-                self._compact(agent, len(scenario.turns), base, compactions)
+                self._compact(agent, len(scenario.turns), base, compactions, retention)
         except RECORDED_ERRORS as exc:
             error = _describe_error(exc)
-            return [{**base, **_fact_fields(f), "limit": None, "verdict": "error", "error": error}
-                    for f in facts], compactions
+            # A case that failed measures nothing: every fact is an error, in records and retention.
+            records = [{**base, **_fact_fields(f), "limit": None, "verdict": "error", "error": error}
+                       for f in facts] if self.ev.spec.probes else []
+            return records, compactions, [{**base, "fact": f.fact_id, "kind": f.kind, "retained": None,
+                                           "error": error} for f in facts if f.values]
+        if not self.ev.spec.probes:
+            return [], compactions, retention
         base["limit"] = limit
         verbatim_from = first_verbatim_turn(agent.messages, len(scenario.turns))
-        return [self._probe(agent, fact, base, compactions, verbatim_from) for fact in facts], compactions
+        return ([self._probe(agent, fact, base, compactions, verbatim_from) for fact in facts],
+                compactions, retention)
 
-    def _compact(self, agent: Agent, turn: int, base: dict, compactions: list[dict]) -> None:
+    def _compact(self, agent: Agent, turn: int, base: dict, compactions: list[dict], retention: list[dict]) -> None:
         seen = len(agent.events)
         agent.compact()
         for event in agent.events[seen:]:
-            compactions.append({**base, "before_turn": turn,
-                                "first_verbatim_turn": first_verbatim_turn(agent.messages, turn),
+            verbatim_from = first_verbatim_turn(agent.messages, turn)
+            compactions.append({**base, "before_turn": turn, "first_verbatim_turn": verbatim_from,
                                 **dataclasses.asdict(event)})
+            if event.folded_messages:
+                retention += self._retention(event, len(compactions) - 1, turn, verbatim_from, base)
+
+    def _retention(self, event, index: int, turn: int, verbatim_from: int, base: dict) -> list[dict]:
+        """For each probed fact folded so far: does this compaction's summary state the value the
+        fact had at this point (of its subject)? Dropped without a summary (truncate): not retained;
+        a custom strategy whose summary cannot be found: unknown (None)."""
+        rows = []
+        for fact in self.facts[base["scenario"]]:
+            current = fact.value_before(turn)
+            if current is None or current[0] >= verbatim_from:
+                continue  # not planted yet, or its current value is still verbatim
+            value_turn, expected = current
+            if event.summary is not None:
+                retained = states_about(event.summary, expected, fact.subject, self.subjects[base["scenario"]])
+            else:
+                retained = False if event.strategy == "truncate" else None
+            rows.append({**base, "compaction": index, "before_turn": turn, "fact": fact.fact_id,
+                         "kind": fact.kind, "value_turn": value_turn, "expected": expected.answer,
+                         "retained": retained, "error": None})
+        return rows
 
     def _probe(self, agent: Agent, fact: Probe, base: dict, compactions: list[dict], verbatim_from: int) -> dict:
         record = {**base, **_fact_fields(fact)}
@@ -278,20 +330,21 @@ def _rewrite(path: Path, rows: list[dict]) -> None:
 class RunFolder:
     def __init__(self, path: Path):
         self.path = path
-        self.records, self.compactions, self.cases = (path / "records.jsonl", path / "compactions.jsonl",
-                                                      path / "cases.jsonl")
+        self.records, self.compactions, self.retention, self.cases = (
+            path / "records.jsonl", path / "compactions.jsonl", path / "retention.jsonl", path / "cases.jsonl")
 
     def finished_cases(self) -> set[str]:
         """Cases marked finished; lines of any other case are dropped, to be redone."""
         done = {row["case"] for row in read_jsonl(self.cases)}
-        for path in (self.records, self.compactions):
+        for path in (self.records, self.compactions, self.retention):
             _rewrite(path, [r for r in read_jsonl(path) if r["case"] in done])
         _rewrite(self.cases, [{"case": c} for c in sorted(done)])
         return done
 
-    def write_case(self, case: Case, records: list[dict], compactions: list[dict]) -> None:
+    def write_case(self, case: Case, records: list[dict], compactions: list[dict], retention: list[dict]) -> None:
         _append_lines(self.records, records)
         _append_lines(self.compactions, compactions)
+        _append_lines(self.retention, retention)
         _append_lines(self.cases, [{"case": case.id}])
 
 
@@ -310,6 +363,7 @@ def manifest(ev: Eval, client: Any, judge: Any) -> dict:
         "eval": ev.spec.model_dump(), "eval_file": str(ev.path),
         "scenarios": [s.id for s in ev.scenarios],
         "prompts": [{"id": p.id, "path": p.path, "hash": p.hash} for p in ev.prompts],
+        "control_prompt": ev.control,
         "model": client.identity, "sampling": client.sampling, "judge": judge and judge.identity,
         "versions": _versions(),
     }

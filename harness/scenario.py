@@ -51,6 +51,9 @@ class Fact(Value):
 
     id: Slug = Field(description="Unique within the scenario.")
     kind: Slug = Field(description="number, name, identifier, date, decision, preference, or your own.")
+    subject: Text | None = Field(
+        default=None, description="What the value belongs to ('crate Amber'): a summary retains the fact only "
+                                  "when it states the value next to this subject, so swapped values do not count.")
     probe: Text = Field(description="The question asked at the end; must not contain the answer.")
     distractors: list[Text] = Field(
         default=[], description="Near-miss values (also in the conversation); stating one is not recall.")
@@ -157,6 +160,13 @@ class Probe:
     changed_turn: int  # last turn that planted or superseded it
     literal: bool  # the answer is a span of the conversation, not a paraphrase
     target: Target
+    subject: str | None = None
+    values: tuple[tuple[int, Expectation], ...] = ()  # (turn, value) in order; the last is the target's
+
+    def value_before(self, turn: int) -> tuple[int, Expectation] | None:
+        """The value the fact had before `turn` (and the turn that set it), if it was planted by then."""
+        known = [(t, v) for t, v in self.values if t < turn]
+        return known[-1] if known else None
 
 
 def _check(doc: LocatedYaml, scenario: Scenario) -> None:
@@ -184,6 +194,8 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
             if expected and fact.literal and not states(turn.text(), expected, within=True):
                 raise doc.error(loc + ("answer",), f"{fact.answer!r} does not occur in {where} "
                                                    "(set `literal: false` if it is a paraphrase)")
+            if fact.subject and not mentions(turn.text(), fact.subject):
+                raise doc.error(loc + ("subject",), f"the subject {fact.subject!r} does not occur in {where}")
         for s, change in enumerate(turn.supersedes):
             loc = ("turns", t, "supersedes", s)
             if planted.get(change.fact, t) >= t:
@@ -219,5 +231,8 @@ def probes(scenario: Scenario) -> list[Probe]:
         expected = fact.target_expectation() if current is fact else current.expectation(threshold)
         target = Target(expected, tuple(v.expectation(threshold) for _, v in values[:-1]),
                         tuple(fact.distractors), tuple(Expectation(c, f1_threshold=threshold) for c in fact.confabulations))
-        result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target))
+        history_values = tuple((t, v.expectation(threshold)) for t, v in values[:-1]) + (
+            ((changed, expected),) if expected else ())
+        result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target,
+                            fact.subject, history_values))
     return result

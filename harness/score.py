@@ -164,6 +164,46 @@ def states(text: str, expectation: Expectation, within: bool = False) -> bool:
     return any(mentions(text, value, expectation.tolerance) for value in (expectation.answer, *expectation.aliases))
 
 
+def _occurrences(norm: str, value: str, tolerance: float | None) -> list[int]:
+    """Character offsets in normalised text where `value` is stated."""
+    number = _as_number(value)
+    if number is not None:
+        return [m.start() for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", norm)
+                if abs(float(m[0]) - number) <= (tolerance or 0) + 1e-9]
+    needle = normalize(value)
+    return [m.start() for m in re.finditer(rf"(?<!\w){re.escape(needle)}(?!\w)", norm)] if needle else []
+
+
+def states_about(text: str, expectation: Expectation, subject: str | None, others: tuple[str, ...] = ()) -> bool:
+    """Does a long text (a summary) state this value *of this subject*? Without a subject this is
+    `states(within=True)`. With one, in some line or sentence the value must belong to the subject rather
+    than to any of the `others` (the scenario's other subjects; see `_bound_subject`), so swapped
+    values do not count."""
+    if subject is None:
+        return states(text, expectation, within=True)
+    for segment in re.split(r"\n|(?<=[.!?;])\s+", text):
+        if not states(segment, expectation, within=True):
+            continue
+        norm = normalize(segment)
+        anchors = [(p, s == subject) for s in {subject, *others} for p in _occurrences(norm, s, None)]
+        if not any(mine for _, mine in anchors):
+            continue
+        values = [p for v in (expectation.answer, *expectation.aliases) for p in _occurrences(norm, v, expectation.tolerance)]
+        if not values:  # stated by regex or token overlap: the subject in the same segment must do
+            return True
+        if any(_bound_subject(anchors, v) for v in values):
+            return True
+    return False
+
+
+def _bound_subject(anchors: list[tuple[int, bool]], value: int) -> bool:
+    """Whether the subject a value belongs to is ours: the nearest subject before it ("crate Amber
+    weighs 418 kg"), or, when none precedes, the nearest after it ("418 kg for crate Amber")."""
+    before = [a for a in anchors if a[0] < value]
+    nearest = max(before) if before else min(anchors, key=lambda a: a[0] - value)
+    return nearest[1]
+
+
 _ABSTENTION = re.compile(
     r"\b(?:i\s+(?:do\s+not|don'?t|cannot|can'?t)\s+"
     r"(?:know|recall|remember|say|tell|have\s+(?:that|this|any|enough)\s+information)"
