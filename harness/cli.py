@@ -18,15 +18,16 @@ def _model_flags(parser: argparse.ArgumentParser, default: str | None) -> None:
     parser.add_argument("--base-url", help="an Anthropic-compatible server (llama-server, Ollama, a proxy)")
 
 
-def _run(args: argparse.Namespace):
-    """Run (or resume) the eval named on the command line; return it and its run folder."""
+def _run(args: argparse.Namespace, control: bool = True):
+    """Run (or resume) the eval named on the command line; return it and its run folder.
+    `control`: also run the eval's keeps-nothing control prompt (a gate reads the baseline's)."""
     from .cache import ResponseCache
     from .config import load_eval
     from .models import default_jobs, open_model
     from .run import run_eval
 
     ev = load_eval(args.eval, prompts=args.prompt, model=args.model, budgets=args.budget, repeats=args.repeats,
-                   probes=False if args.no_probes else None)
+                   probes=False if args.no_probes else None, control=control)
     if ev.spec.repeats > ev.repeats:
         print(f"warning: {ev.spec.repeats} repeats at temperature 0 would be copies of one answer; collapsed to 1 "
               "(set a temperature above 0 for independent samples)", file=sys.stderr)
@@ -87,11 +88,11 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             raise gate.CannotJudge("give an eval file to run, or --run RUN_DIR to gate a finished run")
         if not args.run:
             # Everything that can stop the gate is checked before minutes of model time are spent.
-            ev = load_eval(args.eval, prompts=args.prompt, budgets=args.budget, repeats=args.repeats)
+            ev = load_eval(args.eval, prompts=args.prompt, budgets=args.budget, repeats=args.repeats, control=False)
             baseline = gate.load_baseline(baseline_dir(ev.spec.name))
             for prompt in ev.prompts:
                 gate.resolve_against(prompt.id, baseline, args.against)
-        run_dir = args.run or _run(args)[1]
+        run_dir = args.run or _run(args, control=False)[1]
         about = load_manifest(run_dir)
         # The thresholds the run was made with (its eval file's `gate:`), then the flags.
         settings = gate.settings_with(gate.manifest_settings(about), max_drop=args.max_drop, alpha=args.alpha,
@@ -124,11 +125,12 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
 def _cmd_chat(args: argparse.Namespace) -> int:
     from .agent import CHAT_TOOLS, Agent, chat
     from .compaction import SEED_SUMMARY_PROMPT, CompactionSettings
-    from .models import open_model
+    from .models import default_summary_layout, open_model
 
     prompt = Path(args.summary_prompt).read_text().strip() if args.summary_prompt else SEED_SUMMARY_PROMPT
     client = open_model(args.model, base_url=args.base_url)
-    settings = CompactionSettings(prompt, args.keep_recent, args.summary_max_tokens, args.unit)
+    settings = CompactionSettings(prompt, args.keep_recent, args.summary_max_tokens, args.unit,
+                                  layout=default_summary_layout(args.model, args.base_url))
     print(f"Chatting with {client.identity}; compaction above {args.budget} {args.unit}. "
           "Type 'quit' or Ctrl-D to leave.")
     chat(Agent(client, CHAT_TOOLS, args.budget, settings=settings))
@@ -169,6 +171,31 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _power_line(ev, results: Path) -> str:
+    """The smallest drop the gate can detect on this eval: from its baseline when there is one,
+    else the best case the plan allows (every unit independent)."""
+    from . import gate
+    from .run import plan_cases, probed_facts
+    from .stats import detectable_drop
+
+    settings = ev.spec.gate
+    where = results / "baselines" / ev.spec.name
+    try:
+        drops = gate.detectable_drops(gate.load_baseline(where), settings)
+        source = f"from the baseline at {where}"
+    except gate.CannotJudge:
+        facts = probed_facts(ev)
+        first = ev.prompts[0].id if ev.prompts else None
+        units = sum(len(facts[c.scenario]) for c in plan_cases(ev) if c.strategy == "summary" and c.prompt == first)
+        drops = {"per prompt": detectable_drop(units, len(ev.scenarios), 1.0, settings.alpha, settings.power)}
+        source = f"at best, before any baseline ({units} units per prompt in {len(ev.scenarios)} scenarios)"
+    shown = ", ".join(f"{metric} {drop:.1%}" if drop is not None else f"{metric}: too few scenarios (under 5)"
+                      for metric, drop in drops.items())
+    verdict = ("" if all(d is not None and d <= settings.max_drop for d in drops.values())
+               else f"; more than the gate's max_drop {settings.max_drop:.1%}: the gate cannot pass this eval")
+    return (f"  detectable drop (alpha {settings.alpha:g}, power {settings.power:.0%}) {source}: {shown}{verdict}")
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from .config import load_eval
     from .inputs import load_yaml
@@ -181,9 +208,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         if isinstance(data, dict) and "turns" not in data and "budgets" in data:
             ev = load_eval(path)
             cases, facts = plan_cases(ev), probed_facts(ev)
-            probed = sum(len(facts[c.scenario]) for c in cases)
+            probed = sum(len(facts[c.scenario]) for c in cases) if ev.spec.probes else 0
             print(f"{path}: ok ({plural(len(ev.scenarios), 'scenario')}, {plural(len(ev.prompts), 'prompt')}; "
                   f"a run plays {plural(len(cases), 'case')} and asks {plural(probed, 'probe')})")
+            print(_power_line(ev, Path(args.results)))
         else:
             scenario = load_scenario(path)
             print(f"{path}: ok ({len(scenario.turns)} turns, {len(probes(scenario))} facts)")
@@ -290,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="check scenario and eval files without calling a model")
     validate.add_argument("files", nargs="+")
+    validate.add_argument("--results", default="results", help="where baselines/ lives (for the detectable drop)")
     validate.set_defaults(handler=_cmd_validate)
 
     report = commands.add_parser("report", help="print a run's tables; write markdown, CSV and HTML")

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Callable, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from .inputs import InputError, load_yaml
+from .models import default_summary_layout
 from .scenario import Scenario, load_scenario
 
 BUILTIN_STRATEGIES = ("summary", "none", "truncate", "no-history")
@@ -85,9 +86,11 @@ class EvalFile(BaseModel):
         default=None, ge=1000, description="Longest transcript per summary request; longer ones fold in chunks. "
                                            "Set it to fit the model's context window.")
     reply_max_tokens: int = Field(default=200, ge=1, description="Token limit of live agent replies.")
-    summary_layout: Literal["system", "transcript-first"] = Field(
-        default="system", description="system: the seed's request (prompt as system, transcript as the user "
-                                      "turn); transcript-first: one user turn, the delimited transcript then the prompt.")
+    summary_layout: Literal["system", "transcript-first"] | None = Field(
+        default=None, description="system: the seed's request (prompt as system, transcript as the user turn); "
+                                  "transcript-first: one user turn, the delimited transcript then the prompt. "
+                                  "Default: transcript-first on the embedded model (it follows summary prompts "
+                                  "measurably better so), system elsewhere.")
     sampling: dict[str, float | int | bool | str] = Field(
         default={}, description="Extra sampling settings sent with every request (for llama.cpp, e.g. "
                                 "repeat_penalty, dry_multiplier); part of the model's identity for caching and gating.")
@@ -161,8 +164,10 @@ def _import_strategy(name: str, origin: Path, line: int | None, field: str) -> C
 
 
 def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str | None = None,
-              budgets: list[str] | None = None, repeats: int | None = None, probes: bool | None = None) -> Eval:
-    """Read and check an eval file; keyword arguments are command-line overrides."""
+              budgets: list[str] | None = None, repeats: int | None = None, probes: bool | None = None,
+              control: bool = True) -> Eval:
+    """Read and check an eval file; keyword arguments are command-line overrides. `control`: False
+    leaves out the keeps-nothing control prompt (a gate's candidate run needs only the baseline's)."""
     doc = load_yaml(path)
     if not isinstance(doc.data, dict):
         raise InputError(path, "an eval is a mapping with name, scenarios and budgets", 1)
@@ -170,6 +175,8 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
                                        probes=probes).items() if v is not None}
     doc.data.update(overrides)
     spec = doc.validate(EvalFile)
+    if spec.summary_layout is None:  # resolved here, so the manifest records what was run
+        spec.summary_layout = default_summary_layout(spec.model, spec.base_url)
     base = doc.path.parent
 
     scenario_paths: list[Path] = []
@@ -192,8 +199,8 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
     prompt_base = Path.cwd() if prompts is not None else base
     loaded = [_read_prompt(p, prompt_base, doc.path, doc.line_of(("prompts", i)), f"prompts[{i}]")
               for i, p in enumerate(spec.prompts)]
-    control = spec.control_prompt and _read_prompt(spec.control_prompt, base, doc.path,
-                                                   doc.line_of(("control_prompt",)), "control_prompt")
+    control = _read_prompt(spec.control_prompt, base, doc.path, doc.line_of(("control_prompt",)),
+                           "control_prompt") if control and spec.control_prompt else None
     if control and control.id not in [p.id for p in loaded]:
         loaded.append(control)
     if "summary" in spec.strategies and not loaded:

@@ -169,6 +169,11 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
     if baseline.about["model"] != candidate.about["model"]:
         raise CannotJudge(f"the baseline was recorded on {baseline.about['model']}, the candidate ran on "
                           f"{candidate.about['model']}: gate against a baseline of the same model")
+    for setting, of in (("sampling", lambda about: about.get("sampling")),
+                        ("summary layout", lambda about: about["eval"].get("summary_layout"))):
+        if of(baseline.about) != of(candidate.about):
+            raise CannotJudge(f"the baseline was recorded with {setting} {of(baseline.about)!r}, the candidate ran "
+                              f"with {of(candidate.about)!r}: they measure different models; record a new baseline")
     verdict = Verdict([])
     control = candidate.about.get("control_prompt")
     for metric in _metrics(baseline, candidate):
@@ -216,6 +221,19 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
     if problem := sensitivity_problem(baseline, settings.alpha):
         verdict.cannot_judge.append(problem)
     return verdict
+
+
+def detectable_drops(baseline: Run, settings: GateSettings) -> dict[str, float | None]:
+    """Per metric the baseline measured: the smallest drop of its first prompt, over all budgets,
+    that the gate detects at `alpha` with `power`."""
+    drops = {}
+    for metric in ("retention", "recall"):
+        units = _units(baseline, metric)
+        if units.empty:
+            continue
+        mine = units[units["prompt"] == baseline_prompts(baseline)[0]]
+        drops[metric] = minimum_detectable_drop(mine["value"], mine["scenario"], settings.alpha, settings.power)
+    return drops
 
 
 def markdown_summary(verdict: Verdict, settings: GateSettings) -> str:

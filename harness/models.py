@@ -143,6 +143,13 @@ def is_local(name: str, base_url: str | None = None) -> bool:
     return not base_url and (name == LOCAL or name.endswith(".gguf"))
 
 
+def default_summary_layout(name: str, base_url: str | None = None) -> str:
+    # Measured on generated scenarios (README): SmolLM2 mostly continues a transcript sent as the
+    # user turn, whatever the system prompt says; with the instruction after the delimited
+    # transcript its retention depends on the prompt. Other models keep the seed's layout.
+    return "transcript-first" if is_local(name, base_url) else "system"
+
+
 def default_jobs(name: str, base_url: str | None = None) -> int:
     # Local: one at a time. Parallel slots gained only 1.16x on the smoke eval (2 cores), and
     # batching changes llama.cpp's arithmetic, so answers would depend on scheduling; one slot

@@ -139,9 +139,13 @@ def minimum_detectable_drop(values: pd.Series, clusters: pd.Series, alpha: float
     two t quantiles on K - 1 degrees of freedom: d = x / (1 + x), x = c^2 D / N. Flips in both
     directions (noise) add variance, so this is the best case. None: fewer than MIN_CLUSTERS clusters."""
     sums = _cluster_sums(values, clusters)
-    n, k = int(sums["size"].sum()), len(sums)
-    if k < MIN_CLUSTERS:
+    return detectable_drop(int(sums["size"].sum()), len(sums), design_effect(values, clusters), alpha, power)
+
+
+def detectable_drop(units: int, clusters: int, design: float, alpha: float, power: float) -> float | None:
+    """`minimum_detectable_drop` from the counts alone (before any run: design effect 1 is the best case)."""
+    if clusters < MIN_CLUSTERS or units == 0:
         return None
-    quantiles = scipy_stats.t.ppf(1 - alpha / 2, k - 1) + scipy_stats.t.ppf(power, k - 1)
-    x = quantiles ** 2 * design_effect(values, clusters) / n
+    quantiles = scipy_stats.t.ppf(1 - alpha / 2, clusters - 1) + scipy_stats.t.ppf(power, clusters - 1)
+    x = quantiles ** 2 * design / units
     return float(x / (1 + x))

@@ -99,3 +99,25 @@ def test_validate_counts_what_a_run_would_do(eval_file, capsys):
     eval_file.write_text(eval_file.read_text() + "max_turns: 1\n")
     assert main(["validate", str(eval_file)]) == 0
     assert "a run plays 6 cases and asks 6 probes" in capsys.readouterr().out
+
+
+def test_summary_layout_defaults_by_model_and_shapes_the_request(folder):
+    from harness.compaction import CompactionSettings, summary_request
+
+    assert load_eval(write(folder, BASE)).spec.summary_layout == "transcript-first"  # the embedded model
+    assert load_eval(write(folder, BASE + "model: claude-x\n")).spec.summary_layout == "system"
+    assert load_eval(write(folder, BASE + "summary_layout: system\n")).spec.summary_layout == "system"
+    seed = summary_request("user: hi", CompactionSettings("Summarise.", layout="system"))
+    assert seed == {"system": "Summarise.", "messages": [{"role": "user", "content": "user: hi"}]}
+    after = summary_request("user: hi", CompactionSettings("Summarise.", layout="transcript-first"))
+    assert after == {"messages": [{"role": "user", "content": "<conversation>\nuser: hi\n</conversation>\n\nSummarise."}]}
+
+
+def test_sampling_settings_and_the_control_prompt(folder):
+    (folder / "ok.txt").write_text("Reply OK.")
+    ev = load_eval(write(folder, BASE + "sampling: {repeat_penalty: 1.3}\ncontrol_prompt: ok.txt\n"))
+    assert ev.spec.sampling == {"repeat_penalty": 1.3}
+    assert [p.id for p in ev.prompts] == ["p", "ok"] and ev.control == "ok"
+    assert load_eval(folder / "e.yaml", control=False).control is None
+    with pytest.raises(InputError, match=r"e.yaml:\d+: control_prompt: summary prompt file 'nope.txt' not found"):
+        load_eval(write(folder, BASE + "control_prompt: nope.txt\n"))

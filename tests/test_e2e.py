@@ -155,3 +155,26 @@ def test_no_api_key_reaches_any_output(tmp_path, monkeypatch, capsys):
         assert secret not in printed
         for path in files:
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_generated_facts_retention_and_the_no_history_control(tmp_path, capsys):
+    """A generated scenario on the embedded model: retention is measured per folded fact and
+    compaction, the report shows it with prompt sensitivity, and with no history the model
+    cannot guess the generated values (the control stays near 0%)."""
+    from harness.generate import Options, generate
+
+    generate(Options(scenarios=1, facts=8, filler_chars=0, seed=11), tmp_path / "gen")
+    evals = Path(__file__).parents[1] / "evals" / "prompts"
+    (tmp_path / "e.yaml").write_text(
+        f"name: gen-e2e\nscenarios: ['gen/*.yaml']\nbudgets: ['50%']\nprompts: ['{evals / 'fact-list.txt'}']\n"
+        f"control_prompt: '{evals / 'keeps-nothing.txt'}'\nstrategies: [summary, no-history]\n"
+        "summary_max_tokens: 96\nprobe: {max_tokens: 32}\nsummary_layout: transcript-first\n")
+    assert main(["run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "Summary retention by prompt and budget" in out and "Prompt sensitivity" in out
+    run_dir = next((tmp_path / "r" / "runs").iterdir())
+    retention = read_jsonl(run_dir / "retention.jsonl")
+    assert retention and {r["prompt"] for r in retention} == {"fact-list", "keeps-nothing"}
+    assert all(isinstance(r["retained"], bool) and r["error"] is None for r in retention)
+    guesses = [r for r in read_jsonl(run_dir / "records.jsonl") if r["strategy"] == "no-history"]
+    assert len(guesses) == 8 and sum(r["verdict"] == "recalled" for r in guesses) <= 1

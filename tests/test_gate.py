@@ -258,3 +258,13 @@ def test_the_gate_checks_the_baseline_and_prompt_before_any_model_call(tmp_path,
 def load_records_name(eval_file: Path) -> str:
     from harness.config import load_eval
     return load_eval(eval_file).spec.name
+
+
+def test_a_baseline_with_other_sampling_or_layout_cannot_judge(tmp_path, capsys):
+    keys = facts(40)
+    base = make_run(tmp_path / "base", {k: True for k in keys})
+    cand = make_run(tmp_path / "cand", {k: True for k in keys})
+    about = json.loads((cand / "manifest.json").read_text())
+    (cand / "manifest.json").write_text(json.dumps({**about, "sampling": {"repeat_penalty": 1.3}}))
+    assert main(["gate", "--run", str(cand), "--baseline", str(base)]) == 1
+    assert "recorded with sampling None" in capsys.readouterr().err
