@@ -53,23 +53,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import describe, pair
-    from .report import load_records
+    import pandas as pd
 
-    a = load_records(args.run_a)
-    b = load_records(args.run_b) if args.run_b else a
-    a, b = a[a["strategy"] == args.strategy], b[b["strategy"] == args.strategy]
-    prompts_a, prompts_b = args.a or sorted(a["prompt"].dropna().unique()), args.b or sorted(b["prompt"].dropna().unique())
+    from .compare import describe, pair, pair_retention
+    from .report import load_run
+
+    run_a = load_run(args.run_a)
+    run_b = load_run(args.run_b) if args.run_b else run_a
     if args.run_b is None and not (args.a and args.b):
         raise InputError(args.run_a, "to compare prompts within one run, name them with --a and --b")
+
+    def side(df, prompts):  # one strategy, and for summary one prompt
+        df = df[df["strategy"] == args.strategy]
+        return df[df["prompt"] == prompts[0]] if args.strategy == "summary" and not df.empty else df
+
+    def prompts_of(run, named):
+        data = pd.concat([run.records, run.retention])
+        return named or sorted(data.loc[data["strategy"] == args.strategy, "prompt"].dropna().unique())
+
+    prompts_a, prompts_b = prompts_of(run_a, args.a), prompts_of(run_b, args.b)
     if args.strategy == "summary" and (len(prompts_a) != 1 or len(prompts_b) != 1):
         raise InputError(args.run_a, f"each side needs one prompt (A has {', '.join(prompts_a)}; "
                                      f"B has {', '.join(prompts_b)}): choose with --a and --b")
-    if args.strategy == "summary":
-        a, b = a[a["prompt"] == prompts_a[0]], b[b["prompt"] == prompts_b[0]]
     label_a = f"A:{prompts_a[0]}" if args.strategy == "summary" else "A"
     label_b = f"B:{prompts_b[0]}" if args.strategy == "summary" else "B"
-    print(describe(pair(a, b, label_a, label_b), flips=args.flips))
+    accounts = []
+    if not run_a.retention.empty and not run_b.retention.empty:
+        accounts.append(describe(pair_retention(side(run_a.retention, prompts_a), side(run_b.retention, prompts_b),
+                                                label_a, label_b), flips=args.flips))
+    if not run_a.records.empty and not run_b.records.empty:
+        accounts.append(describe(pair(side(run_a.records, prompts_a), side(run_b.records, prompts_b),
+                                      label_a, label_b), flips=args.flips))
+    print("\n\n".join(accounts))
     return EXIT_OK
 
 
