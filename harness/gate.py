@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .compare import Comparison, pair_units, recall_units, retention_units
+from .compare import Comparison, pair_units, recall_units, retention_units, sensitivity
 from .config import GateSettings
 from .report import Run, budget_order, load_run, markdown_table, summary_ratios
 from .stats import minimum_detectable_drop
@@ -148,15 +148,11 @@ def sensitivity_problem(baseline: Run, alpha: float) -> str | None:
     control = baseline.about.get("control_prompt")
     if not control or baseline.retention.empty:
         return None
-    units = _units(baseline, "retention")
-    reference = units[units["prompt"] == control]
-    best = None
-    for prompt in baseline_prompts(baseline):
-        comparison = pair_units(reference, units[units["prompt"] == prompt], control, prompt, "retention")
-        if comparison.n and (best is None or comparison.difference > best.difference):
-            best = comparison
-    if best is None:
+    paired = [c for prompt, c in sensitivity(baseline.retention, control).items()
+              if prompt in baseline_prompts(baseline) and c.n]
+    if not paired:
         return None
+    best = max(paired, key=lambda c: c.difference)
     if best.p_value is not None and best.p_value < alpha and best.difference > 0:
         return None
     return (f"on this model the summary prompt barely matters: in the baseline the best prompt ({best.label_b}) "

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .compare import retention_units, sensitivity
 from .run import read_jsonl
 from .stats import Rate, minimum_detectable_drop, paired_test, rate
 
@@ -56,7 +57,8 @@ def load_retention(run_dir: str | Path) -> pd.DataFrame:
 
 
 def load_compactions(run_dir: str | Path) -> pd.DataFrame:
-    return pd.DataFrame(read_jsonl(Path(run_dir) / "compactions.jsonl"))
+    return _labelled(read_jsonl(Path(run_dir) / "compactions.jsonl"),
+                     ["case", "strategy", "prompt", "summary", "size_before", "size_after", "output_tokens"])
 
 
 def load_manifest(run_dir: str | Path) -> dict:
@@ -152,14 +154,11 @@ def retention_and_compression(retention: pd.DataFrame, compactions: pd.DataFrame
                               power: float) -> pd.DataFrame:
     """Retention read next to its cost, per summary prompt: a summary that keeps everything by not
     compressing is no improvement. Also the smallest retention drop this run could detect."""
-    from .compare import retention_units
     ratios = summary_ratios(compactions)
     rows = {}
     for variant in variant_order(retention["variant"].unique()):
         group = retention[retention["variant"] == variant]
-        made = ratios[(ratios["strategy"] == group["strategy"].iloc[0]) &
-                      (ratios["prompt"].fillna("-") == (group["prompt"].fillna("-").iloc[0]))] \
-            if not ratios.empty else ratios
+        made = ratios[ratios["variant"] == variant]
         units = retention_units(group)
         drop = minimum_detectable_drop(units["value"], units["scenario"], alpha, power) if len(units) else None
         rows[variant] = {
@@ -176,19 +175,13 @@ def retention_and_compression(retention: pd.DataFrame, compactions: pd.DataFrame
 def prompt_sensitivity(retention: pd.DataFrame, control: str) -> pd.DataFrame:
     """Each summary prompt's retention minus the keeps-nothing control's, paired fact by fact:
     near zero, the model is not steered by its summary prompt and prompt comparisons measure noise."""
-    from .compare import pair_retention
-    summary = retention[retention["strategy"] == "summary"]
-    baseline = summary[summary["prompt"] == control]
-    rows = {}
-    for prompt in sorted(set(summary["prompt"].dropna()) - {control}):
-        comparison = pair_retention(baseline, summary[summary["prompt"] == prompt], control, prompt)
-        rows[f"summary: {prompt}"] = {"retention": f"{comparison.recall_b:.0%}",
-                                      f"control ({control})": f"{comparison.recall_a:.0%}",
-                                      "sensitivity": comparison.test.describe()}
+    comparisons = sensitivity(retention, control)
+    rows = {f"summary: {prompt}": {"retention": f"{c.recall_b:.0%}", f"control ({control})": f"{c.recall_a:.0%}",
+                                   "sensitivity": c.test.describe()} for prompt, c in comparisons.items()}
     table = pd.DataFrame.from_dict(rows, orient="index")
-    if not table.empty:
-        best = max(rows, key=lambda v: float(rows[v]["retention"].rstrip("%")))
-        table = table.rename(index={best: f"{best} (best)"})
+    if comparisons:
+        best = max(comparisons, key=lambda prompt: comparisons[prompt].recall_b)
+        table = table.rename(index={f"summary: {best}": f"summary: {best} (best)"})
     return table
 
 
