@@ -33,7 +33,8 @@ from fault_server import FaultServer  # noqa: E402
 from harness.cache import ResponseCache  # noqa: E402
 from harness.config import load_eval  # noqa: E402
 from harness.models import Backend, open_model  # noqa: E402
-from harness.run import plan_cases, read_jsonl, run_eval  # noqa: E402
+from harness.records import read_jsonl  # noqa: E402
+from harness.run import plan_cases, run_eval  # noqa: E402
 
 
 class Timed:

@@ -56,7 +56,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .compare import describe, pair, pair_retention
-    from .report import load_run
+    from .records import load_run
 
     run_a = load_run(args.run_a)
     run_b = load_run(args.run_b) if args.run_b else run_a
@@ -93,7 +93,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
 
     from . import gate
     from .config import load_eval
-    from .report import load_manifest, load_run
+    from .records import load_manifest, load_run
 
     def baseline_dir(name: str) -> Path:
         return Path(args.baseline or Path(args.results) / "baselines" / name)
@@ -130,7 +130,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
     from .gate import record_baseline
-    from .report import load_manifest
+    from .records import load_manifest
 
     name = args.name or load_manifest(args.run_dir)["eval"]["name"]
     print(f"baseline recorded: {record_baseline(args.run_dir, Path(args.results) / 'baselines', name)}")

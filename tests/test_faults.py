@@ -7,8 +7,9 @@ import pytest
 from fault_server import FAULTS, FaultServer
 from harness.config import load_eval
 from harness.models import Backend
-from harness.report import recall_by_budget, load_records
-from harness.run import read_jsonl, run_eval
+from harness.records import load_records, read_jsonl
+from harness.report import recall_by_budget
+from harness.run import run_eval
 
 
 def run_against(server: FaultServer, eval_file, out, retries: int):

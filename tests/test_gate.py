@@ -4,6 +4,7 @@ import json
 import random
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 
 from harness.cli import main
 from harness.compare import pair
-from harness.report import html_report, load_records, markdown_report, write_report
+from harness.records import load_records
+from harness.report import html_report, markdown_report, write_report
 from harness.stats import wilson
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf:98362432"
@@ -268,3 +270,11 @@ def test_a_baseline_with_other_sampling_or_layout_cannot_judge(tmp_path, capsys)
     (cand / "manifest.json").write_text(json.dumps({**about, "sampling": {"repeat_penalty": 1.3}}))
     assert main(["gate", "--run", str(cand), "--baseline", str(base)]) == 1
     assert "recorded with sampling None" in capsys.readouterr().err
+
+
+def test_analysis_never_imports_the_runner_the_agent_or_the_sdk():
+    code = ("import sys, harness.gate, harness.report, harness.compare, harness.records; "
+            "print(sorted(m for m in sys.modules if m in ('anthropic', 'harness.run', 'harness.agent', "
+            "'harness.compaction', 'xllamacpp')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -13,7 +13,8 @@ from harness.config import load_eval
 from harness.generate import Options, generate
 from harness.models import Backend
 from harness.report import text_report
-from harness.run import plan_cases, read_jsonl, run_eval
+from harness.records import read_jsonl
+from harness.run import plan_cases, run_eval
 from harness.scenario import load_scenario, probes
 from harness.score import Expectation, states_about
 

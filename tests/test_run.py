@@ -13,8 +13,9 @@ from harness.cache import ResponseCache
 from harness.config import load_eval
 from harness.inputs import InputError
 from harness.models import Backend
-from harness.report import load_records, mean_f1_by_budget, recall_by_budget, text_report, where_lost
-from harness.run import plan_cases, read_jsonl, run_eval
+from harness.records import load_records, read_jsonl
+from harness.report import mean_f1_by_budget, recall_by_budget, text_report, where_lost
+from harness.run import plan_cases, run_eval
 
 # tests/data/locker: a scenario with a fact in a user line, one in a tool result and a
 # supersession, and an eval running it at 150 characters and at 100% with every strategy.
