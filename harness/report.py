@@ -387,8 +387,9 @@ def _html(run: Run) -> str:
     costs = summary_costs(compactions)
     if not costs.empty:
         sections += ["<h2>Summary cost per prompt</h2>", _html_table(costs)]
-    misses = df[~df["verdict"].isin(["recalled"])][["case", "fact", "expected", "verdict", "location", "answer"]]
-    sections += [f"<h2>Facts not recalled ({len(misses)})</h2>", _html_table(misses.fillna("").head(200))]
+    if not df.empty:  # a run without probes has no answers to list
+        misses = df[~df["verdict"].isin(["recalled"])][["case", "fact", "expected", "verdict", "location", "answer"]]
+        sections += [f"<h2>Facts not recalled ({len(misses)})</h2>", _html_table(misses.fillna("").head(200))]
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table.t{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
              "table.t td,table.t th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"

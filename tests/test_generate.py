@@ -12,7 +12,7 @@ from harness.cli import main
 from harness.config import load_eval
 from harness.generate import Options, generate
 from harness.models import Backend
-from harness.report import text_report
+from harness.report import html_report, text_report
 from harness.records import read_jsonl
 from harness.run import plan_cases, run_eval
 from harness.scenario import load_scenario, probes
@@ -107,6 +107,8 @@ def test_a_run_without_probes_measures_retention_of_every_folded_fact(tmp_path):
     assert {r["value_turn"] for r in folded} == set(range(first["first_verbatim_turn"]))
     text = text_report(run_dir)
     assert "Summary retention by prompt and budget" in text and "Recall by summary prompt" not in text
+    page = html_report(run_dir)
+    assert "Summary retention by prompt and budget" in page and "Facts not recalled" not in page
     sensitivity = text.split("Prompt sensitivity")[1]
     assert re.search(r"summary: copy \(best\)\s+100%\s+0%\s+\+100\.0%", sensitivity)
 
