@@ -214,3 +214,42 @@ def from_seed_signature(name: str, function: Callable[[list[Message], Any, TextI
                 measure(result, client, settings.unit), settings.unit, summary=summary))
         return result
     return strategy
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """A compaction strategy and what it depends on: the runner plans cases by it, reports label
+    rows by it. Custom `module:function` strategies get one from `custom_strategy`."""
+
+    name: str
+    compact: Strategy | None  # None: the history is never compacted
+    uses_budget: bool
+    uses_prompt: bool
+    uses_history: bool = True  # False: probes are asked with no conversation at all
+    label: str | None = None  # the report's row; None: "<name>: <prompt>" with a prompt, else the name
+    control: bool = False  # a reference point (ceiling, no history), not a compaction under test
+
+    def variant(self, prompt: str | None) -> str:
+        if self.label:
+            return self.label
+        return f"{self.name}: {prompt}" if self.uses_prompt and prompt else self.name
+
+
+STRATEGIES = {spec.name: spec for spec in (
+    StrategySpec("summary", compact, uses_budget=True, uses_prompt=True),
+    StrategySpec("truncate", truncate, uses_budget=True, uses_prompt=False),
+    StrategySpec("none", None, uses_budget=False, uses_prompt=False, label="ceiling (full history)", control=True),
+    StrategySpec("no-history", None, uses_budget=False, uses_prompt=False, uses_history=False,
+                 label="control: no history", control=True),
+)}
+
+
+def custom_strategy(name: str, function: Callable[[list[Message], Any, TextIO, int], list[Message]]) -> StrategySpec:
+    """A user's `module:function` with the seed's signature: compacts at every budget, no prompt."""
+    return StrategySpec(name, from_seed_signature(name, function), uses_budget=True, uses_prompt=False)
+
+
+def strategy_spec(name: str) -> StrategySpec:
+    """The registered strategy, or a custom one known only by name (for labelling records)."""
+    return STRATEGIES.get(name) or StrategySpec(name, None, uses_budget=True, uses_prompt=False)
+

@@ -14,14 +14,11 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from .compaction import STRATEGIES, StrategySpec, custom_strategy
 from .inputs import InputError, load_yaml
 from .models import default_summary_layout
 from .scenario import Scenario, load_scenario
 
-BUILTIN_STRATEGIES = ("summary", "none", "truncate", "no-history")
-# Which case dimensions each strategy depends on: the others run once per scenario x repeat.
-USES_BUDGET = {"summary", "truncate"}
-USES_PROMPT = {"summary"}
 
 
 def _budget(value: Any) -> str:
@@ -106,8 +103,8 @@ class EvalFile(BaseModel):
     @classmethod
     def _known_strategies(cls, strategies: list[str]) -> list[str]:
         for name in strategies:
-            if name not in BUILTIN_STRATEGIES and not re.fullmatch(r"[\w.]+:\w+", name):
-                raise ValueError(f"unknown strategy {name!r}: use one of {', '.join(BUILTIN_STRATEGIES)} "
+            if name not in STRATEGIES and not re.fullmatch(r"[\w.]+:\w+", name):
+                raise ValueError(f"unknown strategy {name!r}: use one of {', '.join(STRATEGIES)} "
                                  "or module:function")
         return strategies
 
@@ -133,6 +130,9 @@ class Eval:
     prompts: list[Prompt]
     custom: dict[str, Callable]  # module:function strategies, imported only when named
     control: str | None = None  # id of the keeps-nothing control prompt, one of `prompts`
+
+    def strategy(self, name: str) -> StrategySpec:
+        return custom_strategy(name, self.custom[name]) if name in self.custom else STRATEGIES[name]
 
     @property
     def repeats(self) -> int:
@@ -209,5 +209,5 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
     if len(set(ids)) != len(ids):
         raise doc.error(("prompts",), "two prompt files share a name; prompts are identified by file name")
     custom = {s: _import_strategy(s, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
-              for i, s in enumerate(spec.strategies) if s not in BUILTIN_STRATEGIES}
+              for i, s in enumerate(spec.strategies) if s not in STRATEGIES}
     return Eval(spec, doc.path, scenarios, loaded, custom, control and control.id)

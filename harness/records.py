@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pandas as pd
 
-CEILING, NO_HISTORY = "ceiling (full history)", "control: no history"
-CONTROLS = (CEILING, NO_HISTORY)
+from .compaction import STRATEGIES, strategy_spec
+
+CEILING, NO_HISTORY = STRATEGIES["none"].label, STRATEGIES["no-history"].label
+CONTROLS = tuple(spec.label for spec in STRATEGIES.values() if spec.control)
 
 
 def _append_lines(path: Path, rows: list[dict]) -> None:
@@ -87,9 +89,7 @@ RECORD_COLUMNS = ["case", "scenario", "strategy", "budget", "prompt", "repeat", 
 def _labelled(rows: list[dict], columns: list[str]) -> pd.DataFrame:
     df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
     # One label per row of the main table: a summary prompt, or a strategy without one.
-    df["variant"] = [f"summary: {p}" if s == "summary" else
-                     {"none": CEILING, "no-history": NO_HISTORY}.get(s, s)
-                     for s, p in zip(df["strategy"], df["prompt"])]
+    df["variant"] = [strategy_spec(s).variant(p) for s, p in zip(df["strategy"], df["prompt"])]
     return df
 
 

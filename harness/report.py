@@ -17,11 +17,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from .compaction import strategy_spec
 from .compare import retention_units, sensitivity
 from .records import CEILING, CONTROLS, NO_HISTORY, Run, load_run
 from .stats import Rate, minimum_detectable_drop, rate
 
 # --- data ----------------------------------------------------------------------------
+
+
+def _compacting(df: pd.DataFrame) -> pd.DataFrame:
+    """Records of strategies under test (not the ceiling or no-history controls)."""
+    return df[[not strategy_spec(s).control for s in df["strategy"]]]
 
 
 def _fact_clusters(group: pd.DataFrame) -> pd.Series:
@@ -162,7 +168,7 @@ def mean_f1_by_budget(df: pd.DataFrame) -> pd.DataFrame:
 
 def where_lost(df: pd.DataFrame) -> pd.DataFrame:
     """For compacting strategies: of the facts not recalled, where they were at probe time."""
-    compacted = df[~df["strategy"].isin(["none", "no-history"])]
+    compacted = _compacting(df)
     rows = {}
     for variant in variant_order(compacted["variant"].unique()):
         group = compacted[compacted["variant"] == variant]
@@ -182,7 +188,7 @@ def where_lost(df: pd.DataFrame) -> pd.DataFrame:
 
 def survival_by_compactions(df: pd.DataFrame) -> pd.DataFrame:
     """Recall by how many compactions a fact went through (3 and more pooled)."""
-    compacted = df[~df["strategy"].isin(["none", "no-history"])].copy()
+    compacted = _compacting(df).copy()
     compacted["through"] = compacted["compactions"].clip(upper=3).map(lambda n: "3+" if n == 3 else str(n))
     table = {v: {t: rate_text(g) for t, g in compacted[compacted["variant"] == v].groupby("through")}
              for v in variant_order(compacted["variant"].unique())}
@@ -336,7 +342,7 @@ def plots(df: pd.DataFrame, compactions: pd.DataFrame) -> dict[str, str]:
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
             images["Where facts were lost"] = _png(fig)
 
-            compacted = df[~df["strategy"].isin(["none", "no-history"])]
+            compacted = _compacting(df)
             fig, ax = plt.subplots(figsize=(7, 4))
             for v in variant_order(compacted["variant"].unique()):
                 through = compacted[compacted["variant"] == v]["compactions"].clip(upper=3)

@@ -24,9 +24,8 @@ import anthropic
 from tqdm import tqdm
 
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
-from .compaction import (CompactionSettings, Message, TranscriptTooLarge, compact, exchange_starts,
-                         from_seed_signature, is_summary, measure, truncate)
-from .config import USES_BUDGET, USES_PROMPT, Eval, Prompt
+from .compaction import CompactionSettings, Message, TranscriptTooLarge, compact, exchange_starts, is_summary, measure
+from .config import Eval, Prompt
 from .inputs import InputError
 from .models import MalformedResponse
 from .records import RunFolder, write_atomic
@@ -56,13 +55,12 @@ def plan_cases(ev: Eval) -> list[Case]:
     cases = []
     for scenario in ev.scenarios:
         for repeat in range(ev.repeats):
-            for strategy in ev.spec.strategies:
-                if not ev.spec.probes and strategy in ("none", "no-history"):
+            for strategy in map(ev.strategy, ev.spec.strategies):
+                if not ev.spec.probes and strategy.compact is None:
                     continue  # without probes only compactions are measured, and these never compact
-                uses_budget = strategy in USES_BUDGET or strategy in ev.custom
-                for budget in ev.spec.budgets if uses_budget else [None]:
-                    for prompt in ev.prompts if strategy in USES_PROMPT else [None]:
-                        cases.append(Case(scenario.id, strategy, budget, prompt and prompt.id, repeat))
+                for budget in ev.spec.budgets if strategy.uses_budget else [None]:
+                    for prompt in ev.prompts if strategy.uses_prompt else [None]:
+                        cases.append(Case(scenario.id, strategy.name, budget, prompt and prompt.id, repeat))
     return cases
 
 
@@ -151,16 +149,13 @@ class CaseRunner:
         prompt = self.prompts.get(case.prompt)
         settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent, spec.summary_max_tokens,
                                       spec.unit, spec.summary_transcript_chars, spec.summary_layout)
-        if case.strategy in self.ev.custom:
-            strategy = from_seed_signature(case.strategy, self.ev.custom[case.strategy])
-        else:
-            strategy = truncate if case.strategy == "truncate" else compact
+        # A strategy that never compacts runs with no budget (limit None), so this is never called.
+        strategy = self.ev.strategy(case.strategy).compact or compact
         tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result))
                               for t in scenario.tools])
         # Repeats are samples only at temperature > 0 (else they collapse): each gets its own
         # sampling seed and cache entries, so it is not a copy of the first.
         client = Resampled(self.client, case.repeat) if case.repeat else self.client
-        # `none` and `no-history` have no budget (limit None), so the agent never compacts.
         return Agent(client, tools, limit, strategy, settings,
                      max_tokens=spec.reply_max_tokens, output_stream=io.StringIO())
 
@@ -177,7 +172,7 @@ class CaseRunner:
         try:
             limit = case.budget and resolve_limit(case.budget, self.scripted_size(scenario))
             agent = self._agent(case, scenario, limit)
-            if case.strategy != "no-history":
+            if self.ev.strategy(case.strategy).uses_history:
                 for index, turn in enumerate(scenario.turns):
                     self._compact(agent, index, base, compactions, retention)
                     if turn.assistant is None:
@@ -233,7 +228,7 @@ class CaseRunner:
     def _probe(self, agent: Agent, fact: Probe, base: dict, compactions: list[dict], verbatim_from: int) -> dict:
         record = {**base, **_fact_fields(fact)}
         expected = fact.target.expected
-        if base["strategy"] == "no-history":
+        if not self.ev.strategy(base["strategy"]).uses_history:
             record.update(location="none", compactions=0, in_summary=None)
         else:
             folds = [c for c in compactions if c["folded_messages"] and c["first_verbatim_turn"] > fact.changed_turn]
