@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
+from .client import Usage, usage_of
 from .compaction import CompactionEvent, CompactionSettings, Message, Strategy, compact
 
 AGENT_SYSTEM = "You are a helpful assistant. Answer briefly and use the conversation so far."
@@ -83,7 +84,7 @@ class Agent:
     output_stream: TextIO = field(default_factory=lambda: sys.stdout)
     messages: list[Message] = field(default_factory=list)
     events: list[CompactionEvent] = field(default_factory=list)
-    usage: list[dict[str, Any]] = field(default_factory=list)  # usage + timing of each reply call
+    usage: list[Usage] = field(default_factory=list)  # of each reply call
 
     def compact(self) -> None:
         """Run compaction as the seed does: only between user turns."""
@@ -104,7 +105,7 @@ class Agent:
             if self.tools.tools:
                 request["tools"] = self.tools.schemas()
             response = self.client.create(**request)
-            self.usage.append({**response.get("usage", {}), **response.get("harness", {})})
+            self.usage.append(usage_of(response))
             content = _assistant_blocks(response.get("content", []))
             self.messages.append({"role": "assistant", "content": content})
             tool_uses = [b for b in content if b["type"] == "tool_use"]

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, TextIO
 
+from .client import Usage, usage_of
+
 Message = dict[str, Any]
 
 SEED_SUMMARY_PROMPT = (
@@ -150,19 +152,17 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
     if split is None:
         return messages
     event = CompactionEvent("summary", split, size_before, size_before, settings.unit)
-    summary = None
+    summary, spent = None, Usage()
     for chunk in transcript_chunks(messages[:split], settings):
         transcript = chunk if summary is None else f"{SUMMARY_PREFIX}{summary}]\n{chunk}"
         response = client.create(max_tokens=settings.summary_max_tokens, **summary_request(transcript, settings))
-        usage, meta = response.get("usage", {}), response.get("harness", {})
+        spent += usage_of(response)
         event.chunks += 1
-        event.input_tokens += usage.get("input_tokens", 0)
-        event.output_tokens += usage.get("output_tokens", 0)
-        event.latency_s = round(event.latency_s + meta.get("latency_s", 0.0), 3)
-        event.cached = meta.get("cached", False)
         summary = next((b["text"] for b in response.get("content", []) if b["type"] == "text"), None)
         if summary is None:
             break
+    event.input_tokens, event.output_tokens = spent.input_tokens, spent.output_tokens
+    event.latency_s, event.cached = spent.latency_s, spent.cached  # cached: every chunk was
     if summary is None:
         # Nothing to fold into: keep the history rather than lose it, and say so.
         event.folded_messages, event.error = 0, "summary response had no text block"

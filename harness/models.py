@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import ResponseCache
+from .client import ModelError, Reply
 
 LOCAL = "local"
 EMBEDDED_WEIGHTS = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -32,7 +33,7 @@ class SetupError(Exception):
     """The model cannot be reached as configured; the message says what to do."""
 
 
-class MalformedResponse(Exception):
+class MalformedResponse(ModelError):
     """The server answered 200 with a body that is not valid JSON, even after retries."""
 
 
@@ -49,9 +50,9 @@ class Backend:
     calls: int = 0  # requests actually sent to the model (cache hits excluded)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # cases run in threads
 
-    def create(self, sample: int = 0, **request: Any) -> dict[str, Any]:
-        """Send one Messages request; the response comes back as plain JSON data, with
-        `harness: {cached, latency_s}` added so callers can record cost and speed. `sample` > 0
+    def create(self, sample: int = 0, **request: Any) -> Reply:
+        """Send one Messages request; the response comes back as plain JSON data with its `usage`
+        (tokens, latency, whether it came from the cache) attached. `sample` > 0
         asks for another independent sample of the same request (a repeat): its own seed where the
         server takes one, and its own cache entry."""
         sampling = self.sampling
@@ -60,14 +61,16 @@ class Backend:
         key = self.cache and self.cache.key(self.identity, {**sampling, "sample": sample} if sample else sampling,
                                             request)
         if key and (hit := self.cache.get(key)):
-            return {**hit, "harness": {"cached": True, "latency_s": 0.0}}
+            return Reply(hit, cached=True)
         started = time.monotonic()
         response = self._send(request, sampling)
         if key:
             self.cache.put(key, response)
-        return {**response, "harness": {"cached": False, "latency_s": round(time.monotonic() - started, 3)}}
+        return Reply(response, latency_s=round(time.monotonic() - started, 3))
 
     def _send(self, request: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
+        import anthropic
+
         # The SDK retries HTTP failures itself; a 200 with a broken body it does not, so we do.
         for attempt in range(MAX_RETRIES + 1):
             with self._lock:
@@ -78,11 +81,23 @@ class Backend:
                 ).model_dump(mode="json", exclude_none=True)
             except json.JSONDecodeError as exc:
                 problem = exc
+            except anthropic.APIError as exc:
+                raise api_error(exc) from exc
         raise MalformedResponse(f"the server's response was not valid JSON ({problem})")
 
     def count_tokens(self, **request: Any) -> int:
+        import anthropic
+
         request.pop("max_tokens", None)
-        return self.client.messages.count_tokens(model=self.model, **request).input_tokens
+        try:
+            return self.client.messages.count_tokens(model=self.model, **request).input_tokens
+        except anthropic.APIError as exc:
+            raise api_error(exc) from exc
+
+
+def api_error(exc: Exception) -> ModelError:
+    """An SDK error as the harness records it: its type and message (which never hold the key)."""
+    return ModelError(f"{type(exc).__name__}: {exc}")
 
 
 def _embedded_weights() -> Path:

@@ -20,20 +20,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import anthropic
 from tqdm import tqdm
 
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
 from .compaction import CompactionSettings, Message, TranscriptTooLarge, compact, exchange_starts, is_summary, measure
 from .config import Eval, Prompt
 from .inputs import InputError
-from .models import MalformedResponse
+from .client import ModelError, Usage
 from .records import RunFolder, write_atomic
 from .scenario import Probe, Scenario, Turn, probes
 from .score import JudgeError, answer_f1, judge_says_recalled, states, states_about, verdict
 
 # Failures of the model, its API, the judge or compaction: recorded as `error`, never scored as forgetting.
-RECORDED_ERRORS = (anthropic.APIError, MalformedResponse, JudgeError, TranscriptTooLarge)
+RECORDED_ERRORS = (ModelError, JudgeError, TranscriptTooLarge)
 
 
 @dataclass(frozen=True)
@@ -246,15 +245,12 @@ class CaseRunner:
             answer = probe_agent.respond()
         except RECORDED_ERRORS as exc:
             return {**record, "verdict": "error", "error": _describe_error(exc)}
-        usage = probe_agent.usage
+        usage = sum(probe_agent.usage, Usage())
         record.update(
             answer=answer, verdict=verdict(answer, fact.target), error=None,
             f1=answer_f1(answer, expected) if expected and expected.f1_threshold is not None else None,
-            input_tokens=sum(u.get("input_tokens", 0) for u in usage),
-            output_tokens=sum(u.get("output_tokens", 0) for u in usage),
-            cache_read_tokens=sum(u.get("cache_read_input_tokens") or 0 for u in usage),
-            latency_s=round(sum(u.get("latency_s", 0.0) for u in usage), 3),
-            cached=all(u.get("cached") for u in usage))
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens, latency_s=usage.latency_s, cached=usage.cached)
         if self.judge is not None and record["verdict"] == "forgot" and expected is not None:
             try:
                 record["judge"] = judge_says_recalled(self.judge, fact.question, fact.target, answer)
@@ -280,8 +276,9 @@ def _fact_fields(fact: Probe) -> dict:
 
 
 def _describe_error(exc: Exception) -> str:
-    # The SDK's messages carry status and body, never the API key.
-    return f"{type(exc).__name__}: {exc}"[:500]
+    # A plain ModelError already names the SDK error it wraps; SDK messages carry status and
+    # body, never the API key.
+    return (str(exc) if type(exc) is ModelError else f"{type(exc).__name__}: {exc}")[:500]
 
 
 def _versions() -> dict[str, str]:
@@ -324,7 +321,11 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
     """Run every case not yet finished, `jobs` at a time; return the run folder.
     Each case's own calls stay in order."""
     about = manifest(ev, client, judge)
-    if resume:
+    if resume and resume.is_dir() and not any(resume.iterdir()):
+        # Killed between creating its folder and writing its manifest: nothing ran, start there.
+        folder = RunFolder(resume)
+        about["started"] = dt.datetime.now().isoformat(timespec="seconds")
+    elif resume:
         folder = RunFolder(resume)
         previous = json.loads((resume / "manifest.json").read_text()) if (resume / "manifest.json").exists() else None
         if previous is None:

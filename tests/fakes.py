@@ -6,6 +6,11 @@ import json
 from types import SimpleNamespace
 from typing import Any, Callable
 
+import anthropic
+
+from harness.client import Reply
+from harness.models import api_error
+
 
 class FakeClient:
     """Implements Backend's create/count_tokens. `reply` maps a request to the reply text
@@ -16,14 +21,16 @@ class FakeClient:
         self.requests: list[dict[str, Any]] = []
         self.identity, self.sampling, self.model = identity, {}, "fake-model"
 
-    def create(self, **request: Any) -> dict[str, Any]:
+    def create(self, **request: Any) -> Reply:
         self.requests.append(json.loads(json.dumps(request)))  # a snapshot, not a live reference
-        content = self.reply(request)
+        try:
+            content = self.reply(request)
+        except anthropic.APIError as exc:  # as the Backend reports a failed call
+            raise api_error(exc) from exc
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        return {"content": content, "usage": {"input_tokens": len(json.dumps(request)) // 4,
-                                              "output_tokens": 5},
-                "stop_reason": "end_turn", "harness": {"cached": False, "latency_s": 0.0}}
+        return Reply({"content": content, "usage": {"input_tokens": len(json.dumps(request)) // 4,
+                                                    "output_tokens": 5}, "stop_reason": "end_turn"})
 
     @property
     def calls(self) -> int:
@@ -42,8 +49,10 @@ class FakeAnthropic:
         self.messages = self
 
     def create(self, model: str, extra_body: dict | None = None, **request: Any) -> SimpleNamespace:
-        response = self.fake.create(**request)
-        response.pop("harness")
+        try:
+            response = dict(self.fake.create(**request))
+        except Exception as exc:  # the SDK's own error, as the real client raises it
+            raise exc.__cause__ or exc
         return SimpleNamespace(model_dump=lambda **_: {**response, "type": "message", "role": "assistant"})
 
     def count_tokens(self, model: str, **request: Any) -> SimpleNamespace:

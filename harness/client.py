@@ -1,0 +1,59 @@
+"""The model interface the agent, compaction and the runner talk to.
+
+A `ModelClient` sends Messages API requests (`create`, `count_tokens`) and says who it is
+(`identity`, `sampling`) and how many requests it really sent (`calls`). `models.Backend` is the
+implementation for every real endpoint; tests use fakes. Whatever a backend cannot do is raised as
+one `ModelError` (recorded as `error`, never scored as forgetting). What a call cost travels as a
+`Usage` value attached to the reply, not as keys inside the response data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class ModelError(Exception):
+    """The model or its API failed (after retries): the probe or case is recorded as an error."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one or more calls cost."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = True  # every call was served from the response cache (true of no calls)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
+                     self.cache_read_tokens + other.cache_read_tokens,
+                     round(self.latency_s + other.latency_s, 3), self.cached and other.cached)
+
+
+class Reply(dict):
+    """A Messages API response as plain JSON data (what the seed's code reads), with the `usage`
+    the harness measured attached as an attribute."""
+
+    def __init__(self, data: dict[str, Any], latency_s: float = 0.0, cached: bool = False):
+        super().__init__(data)
+        tokens = data.get("usage") or {}
+        self.usage = Usage(tokens.get("input_tokens", 0), tokens.get("output_tokens", 0),
+                           tokens.get("cache_read_input_tokens") or 0, latency_s, cached)
+
+
+def usage_of(response: dict[str, Any]) -> Usage:
+    """The usage of a reply; a plain dict (a user's own client) carries only its token counts."""
+    return response.usage if isinstance(response, Reply) else Reply(response).usage
+
+
+class ModelClient(Protocol):
+    identity: str  # names the weights or endpoint in manifests and cache keys; never an API key
+    sampling: dict[str, Any]
+    calls: int
+
+    def create(self, **request: Any) -> dict[str, Any]: ...
+
+    def count_tokens(self, **request: Any) -> int: ...
