@@ -53,10 +53,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     from .compare import describe, pair, pair_retention
-    from .records import load_run
+    from .records import METRICS, load_run
 
     run_a = load_run(args.run_a)
     run_b = load_run(args.run_b) if args.run_b else run_a
@@ -67,24 +65,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         df = df[df["strategy"] == args.strategy]
         return df[df["prompt"] == prompts[0]] if args.strategy == "summary" and not df.empty else df
 
-    def prompts_of(run, named):
-        data = pd.concat([run.records, run.retention])
-        return named or sorted(data.loc[data["strategy"] == args.strategy, "prompt"].dropna().unique())
-
-    prompts_a, prompts_b = prompts_of(run_a, args.a), prompts_of(run_b, args.b)
+    prompts_a, prompts_b = args.a or run_a.prompts(args.strategy), args.b or run_b.prompts(args.strategy)
     if args.strategy == "summary" and (len(prompts_a) != 1 or len(prompts_b) != 1):
         raise InputError(args.run_a, f"each side needs one prompt (A has {', '.join(prompts_a)}; "
                                      f"B has {', '.join(prompts_b)}): choose with --a and --b")
     label_a = f"A:{prompts_a[0]}" if args.strategy == "summary" else "A"
     label_b = f"B:{prompts_b[0]}" if args.strategy == "summary" else "B"
-    accounts = []
-    if not run_a.retention.empty and not run_b.retention.empty:
-        accounts.append(describe(pair_retention(side(run_a.retention, prompts_a), side(run_b.retention, prompts_b),
-                                                label_a, label_b), flips=args.flips))
-    if not run_a.records.empty and not run_b.records.empty:
-        accounts.append(describe(pair(side(run_a.records, prompts_a), side(run_b.records, prompts_b),
-                                      label_a, label_b), flips=args.flips))
-    print("\n\n".join(accounts))
+    pairing = {"retention": pair_retention, "recall": pair}
+    print("\n\n".join(
+        describe(pairing[metric](side(run_a.rows(metric), prompts_a), side(run_b.rows(metric), prompts_b),
+                                 label_a, label_b), flips=args.flips)
+        for metric in METRICS if not run_a.rows(metric).empty and not run_b.rows(metric).empty))
     return EXIT_OK
 
 

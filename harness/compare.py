@@ -20,9 +20,6 @@ import pandas as pd
 from .stats import PairedTest, paired_test
 
 PAIR_KEY = ["scenario", "fact", "budget", "strategy", "repeat"]
-METRICS = ("retention", "recall")
-
-
 def recall_units(records: pd.DataFrame) -> pd.DataFrame:
     """One unit per scored probe record: value 1 when recalled."""
     scored = records[records["verdict"] != "error"]

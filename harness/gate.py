@@ -26,7 +26,7 @@ import pandas as pd
 
 from .compare import Comparison, pair_units, recall_units, retention_units, sensitivity
 from .config import GateSettings
-from .records import Run, load_run
+from .records import METRICS, Run, load_run
 from .report import budget_order, markdown_table, summary_ratios
 from .stats import minimum_detectable_drop
 
@@ -90,10 +90,8 @@ def load_baseline(path: Path) -> Run:
 
 def baseline_prompts(baseline: Run) -> list[str]:
     """The baseline's summary prompts in its eval's order, the keeps-nothing control left out."""
-    listed = [p["id"] for p in baseline.about.get("prompts", [])]
-    if not listed:  # a manifest without its prompts: whatever prompts the data holds
-        data = pd.concat([baseline.records, baseline.retention])
-        listed = sorted(data.loc[data["strategy"] == "summary", "prompt"].dropna().unique())
+    # A manifest without its prompts: whatever prompts the data holds.
+    listed = [p["id"] for p in baseline.about.get("prompts", [])] or baseline.prompts("summary")
     return [p for p in listed if p != baseline.about.get("control_prompt")]
 
 
@@ -114,13 +112,13 @@ def resolve_against(prompt: str, baseline: Run, against: str | None) -> str:
 
 
 def _units(run: Run, metric: str) -> pd.DataFrame:
-    data = run.retention if metric == "retention" else run.records
+    data = run.rows(metric)
     summary = data[data["strategy"] == "summary"] if not data.empty else data
     return retention_units(summary) if metric == "retention" else recall_units(summary)
 
 
 def _errors(run: Run, metric: str, prompt: str) -> float:
-    data = run.retention if metric == "retention" else run.records
+    data = run.rows(metric)
     rows = data[(data["strategy"] == "summary") & (data["prompt"] == prompt)]
     failed = rows["error"].notna() if metric == "retention" else rows["verdict"] == "error"
     return float(failed.mean()) if len(rows) else 0.0
@@ -135,9 +133,7 @@ def _median_summary_tokens(run: Run, prompt: str) -> float | None:
 
 
 def _metrics(baseline: Run, candidate: Run) -> list[str]:
-    measured = [m for m in ("retention", "recall")
-                if not (baseline.retention if m == "retention" else baseline.records).empty
-                and not (candidate.retention if m == "retention" else candidate.records).empty]
+    measured = [m for m in METRICS if not baseline.rows(m).empty and not candidate.rows(m).empty]
     if not measured:
         raise CannotJudge("the baseline and the candidate measured nothing in common (retention or recall)")
     return measured

@@ -26,6 +26,7 @@ from .compaction import STRATEGIES, strategy_spec
 
 CEILING, NO_HISTORY = STRATEGIES["none"].label, STRATEGIES["no-history"].label
 CONTROLS = tuple(spec.label for spec in STRATEGIES.values() if spec.control)
+METRICS = ("retention", "recall")  # does the summary state the fact; does the probe answer
 
 
 def _append_lines(path: Path, rows: list[dict]) -> None:
@@ -117,12 +118,21 @@ def load_manifest(run_dir: str | Path) -> dict:
 
 @dataclass
 class Run:
-    """A run folder read once: its records, compactions and manifest."""
+    """A run folder read once: its records, compactions, retention and manifest."""
 
     records: pd.DataFrame
     compactions: pd.DataFrame
     retention: pd.DataFrame
     about: dict
+
+    def rows(self, metric: str) -> pd.DataFrame:
+        """The rows a metric is computed from: retention rows, or probe records for recall."""
+        return self.retention if metric == "retention" else self.records
+
+    def prompts(self, strategy: str) -> list[str]:
+        """The prompt ids a strategy ran with, in either metric's rows."""
+        data = pd.concat([self.records, self.retention])
+        return sorted(data.loc[data["strategy"] == strategy, "prompt"].dropna().unique())
 
 
 def load_run(run_dir: str | Path) -> Run:
