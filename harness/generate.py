@@ -21,6 +21,7 @@ from typing import Callable
 
 import yaml
 
+from .compaction import history_size
 from .inputs import InputError
 from .scenario import load_scenario
 
@@ -247,8 +248,6 @@ def scenario(options: Options, index: int) -> dict:
 def generate(options: Options, out: Path) -> list[Path]:
     """Write the scenarios into `out`; on any problem raise ValueError and write nothing."""
     _check(options)
-    from .run import scripted_messages  # the history a scenario becomes, measured as the runner does
-    from .compaction import history_size
     with tempfile.TemporaryDirectory() as staging:
         written = []
         for index in range(options.scenarios):
@@ -259,7 +258,7 @@ def generate(options: Options, out: Path) -> list[Path]:
                 played = load_scenario(path)
             except InputError as exc:  # a generator bug, not a user error; never write such a file
                 raise ValueError(f"generated scenario {index} does not validate: {exc}") from None
-            size = history_size([m for i, t in enumerate(played.turns) for m in scripted_messages(t, i)])
+            size = history_size(played.scripted_history())  # measured as the runner measures budgets
             if options.budget is not None and size <= options.budget:
                 raise ValueError(f"scenario {index} is {size:,} characters long, not over the budget of "
                                  f"{options.budget:,}: compaction would never fire; add facts or filler")

@@ -20,7 +20,7 @@ import yaml
 
 from .inputs import InputError
 from .scenario import Scenario, load_scenario
-from .score import Expectation, mentions, states
+from .score import Expectation, TokenF1, mentions, states
 
 F1_THRESHOLD = 0.5
 ADVERSARIAL = 5
@@ -128,7 +128,7 @@ def convert(path: Path, sample: str, conversation: dict, qa: list) -> tuple[dict
                 notes.append(f"{where}: left out, its question contains its answer {answer!r}")
                 continue
             text = turns[turn]["user"] + "\n" + turns[turn]["assistant"]
-            fact.update(answer=answer, literal=states(text, Expectation(answer, f1_threshold=F1_THRESHOLD), within=True))
+            fact.update(answer=answer, literal=states(text, Expectation(answer, matcher=TokenF1(F1_THRESHOLD)), within=True))
         turns[turn].setdefault("facts", []).append(fact)
     scenario = {
         "id": sample,

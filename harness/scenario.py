@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from .inputs import InputError, LocatedYaml, load_yaml
-from .score import Expectation, Target, mentions, states
+from .score import MATCHERS, ExactMatch, Expectation, Matcher, Target, mentions, states
 
 
 def _to_text(value: Any) -> Any:
@@ -42,8 +42,8 @@ class Value(_Strict):
     regex: str | None = Field(default=None, description="A case-insensitive regex that also counts.")
     tolerance: float | None = Field(default=None, ge=0, description="Absolute tolerance for numeric answers.")
 
-    def expectation(self, f1_threshold: float | None = None) -> Expectation:
-        return Expectation(self.answer or "", tuple(self.aliases), self.regex, self.tolerance, f1_threshold)
+    def expectation(self, matcher: Matcher = ExactMatch()) -> Expectation:
+        return Expectation(self.answer or "", tuple(self.aliases), self.regex, self.tolerance, matcher)
 
 
 class Fact(Value):
@@ -57,7 +57,7 @@ class Fact(Value):
     probe: Text = Field(description="The question asked at the end; must not contain the answer.")
     distractors: list[Text] = Field(
         default=[], description="Near-miss values (also in the conversation); stating one is not recall.")
-    match: Literal["exact", "f1"] = Field(
+    match: Literal[tuple(MATCHERS)] = Field(
         default="exact", description="exact: normalised phrase match; f1: token F1 for free-form answers.")
     f1_threshold: float = Field(default=0.5, gt=0, le=1, description="With match: f1, the F1 that counts.")
     expect: Literal["answer", "abstain"] = Field(
@@ -76,7 +76,10 @@ class Fact(Value):
     def target_expectation(self) -> Expectation | None:
         if self.expect == "abstain":
             return None
-        return self.expectation(self.f1_threshold if self.match == "f1" else None)
+        return self.expectation(self.matcher())
+
+    def matcher(self) -> Matcher:
+        return MATCHERS[self.match](self)
 
 
 class Supersession(Value):
@@ -134,6 +137,24 @@ class Turn(_Strict):
             parts += [reply.text or "", *(c.result for c in reply.tool_calls), reply.final or ""]
         return "\n".join(parts)
 
+    def messages(self, index: int) -> list[dict[str, Any]]:
+        """The Messages API messages this turn adds to the history, as turn `index` of its
+        scenario; a live turn adds only its user line here (the agent adds its reply)."""
+        messages: list[dict[str, Any]] = [{"role": "user", "content": self.user}]
+        reply = self.assistant
+        if reply is None:
+            return messages
+        ids = [f"toolu_{index:04d}_{i}" for i in range(len(reply.tool_calls))]  # stable, for the cache
+        first = [{"type": "text", "text": reply.text}] if reply.text else []
+        first += [{"type": "tool_use", "id": i, "name": c.tool, "input": c.input} for i, c in zip(ids, reply.tool_calls)]
+        messages.append({"role": "assistant", "content": first})
+        if reply.tool_calls:
+            messages.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": i, "content": c.result, **({"is_error": True} if c.is_error else {})}
+                for i, c in zip(ids, reply.tool_calls)]})
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": reply.final}]})
+        return messages
+
 
 class Tool(_Strict):
     name: Slug
@@ -147,6 +168,10 @@ class Scenario(_Strict):
     description: Text
     tools: list[Tool] = []
     turns: list[Turn] = Field(min_length=1)
+
+    def scripted_history(self) -> list[dict[str, Any]]:
+        """The whole conversation as scripted, live replies left out: what budgets are shares of."""
+        return [m for index, turn in enumerate(self.turns) for m in turn.messages(index)]
 
 
 @dataclass(frozen=True)
@@ -227,11 +252,11 @@ def probes(scenario: Scenario) -> list[Probe]:
     for fact_id, (planted, fact) in facts.items():
         values = history[fact_id]
         changed, current = values[-1]
-        threshold = fact.f1_threshold if fact.match == "f1" else None
-        expected = fact.target_expectation() if current is fact else current.expectation(threshold)
-        target = Target(expected, tuple(v.expectation(threshold) for _, v in values[:-1]),
-                        tuple(fact.distractors), tuple(Expectation(c, f1_threshold=threshold) for c in fact.confabulations))
-        history_values = tuple((t, v.expectation(threshold)) for t, v in values[:-1]) + (
+        matcher = fact.matcher()
+        expected = fact.target_expectation() if current is fact else current.expectation(matcher)
+        target = Target(expected, tuple(v.expectation(matcher) for _, v in values[:-1]),
+                        tuple(fact.distractors), tuple(Expectation(c, matcher=matcher) for c in fact.confabulations))
+        history_values = tuple((t, v.expectation(matcher)) for t, v in values[:-1]) + (
             ((changed, expected),) if expected else ())
         result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target,
                             fact.subject, history_values))

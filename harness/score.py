@@ -1,6 +1,8 @@
 """Deterministic scoring: does a piece of text state a fact?
 
-The same matcher scores probe answers and checks summaries, so "dropped by the summary"
+A fact's `match:` picks its matcher from `MATCHERS` (`exact`: normalised phrases and numbers;
+`f1`: token F1 for free-form answers); `verdict` turns a probe answer into recalled, forgot,
+stale, abstained or confabulated. The same matcher scores probe answers and checks summaries, so "dropped by the summary"
 and "kept but not recalled" are measured with one yardstick. It is also what scenario
 validation uses to reject leaky probes and facts missing from their planting turn.
 """
@@ -9,9 +11,20 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
 
 VERDICTS = ("recalled", "forgot", "stale", "abstained", "confabulated", "error")
+
+
+class Matcher(Protocol):
+    """How a fact's `match:` decides that a text states an expected value."""
+
+    def states(self, text: str, expectation: Expectation, within: bool) -> bool:
+        """`within`: the text is a long document (a summary, a planting turn), not an answer."""
+
+    def score(self, answer: str, expectation: Expectation) -> float | None:
+        """A graded score recorded beside the verdict, or None when the matcher has none."""
 
 
 @dataclass(frozen=True)
@@ -20,9 +33,13 @@ class Expectation:
 
     answer: str
     aliases: tuple[str, ...] = ()
-    regex: str | None = None
+    regex: str | None = None  # also counts, whatever the matcher
     tolerance: float | None = None  # absolute, for numeric answers
-    f1_threshold: float | None = None  # set: free-form answers scored by token F1 instead
+    matcher: Matcher = field(default_factory=lambda: ExactMatch())
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        return (self.answer, *self.aliases)
 
 
 @dataclass(frozen=True)
@@ -140,11 +157,7 @@ def token_f1(prediction: str, truth: str) -> float:
 
 def _best(score, text: str, expectation: Expectation) -> float:
     """The best score of `text` against the expected value and its aliases."""
-    return max(score(text, value) for value in (expectation.answer, *expectation.aliases))
-
-
-def answer_f1(answer: str, expectation: Expectation) -> float:
-    return _best(token_f1, answer, expectation)
+    return max(score(text, value) for value in expectation.values)
 
 
 def token_recall(text: str, truth: str) -> float:
@@ -153,15 +166,44 @@ def token_recall(text: str, truth: str) -> float:
     return sum(t in present for t in expected) / len(expected) if expected else 0.0
 
 
+@dataclass(frozen=True)
+class ExactMatch:
+    """`match: exact`: the value (or an alias) as a whole-word phrase after normalisation, or
+    a number within the tolerance."""
+
+    def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
+        return any(mentions(text, value, expectation.tolerance) for value in expectation.values)
+
+    def score(self, answer: str, expectation: Expectation) -> float | None:
+        return None
+
+
+@dataclass(frozen=True)
+class TokenF1:
+    """`match: f1`: free-form answers scored by token F1 (LoCoMo's metric) against the value or
+    an alias; a long text is scored by the share of the value's words it contains instead."""
+
+    threshold: float = 0.5
+
+    def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
+        return _best(token_recall if within else token_f1, text, expectation) >= self.threshold
+
+    def score(self, answer: str, expectation: Expectation) -> float | None:
+        return _best(token_f1, answer, expectation)
+
+
+# A fact's `match:` names its matcher, built from the fact's own settings (such as `f1_threshold`).
+MATCHERS: dict[str, Callable[[Any], Matcher]] = {
+    "exact": lambda fact: ExactMatch(),
+    "f1": lambda fact: TokenF1(fact.f1_threshold),
+}
+
+
 def states(text: str, expectation: Expectation, within: bool = False) -> bool:
-    """True when `text` states the expected value, an alias, or matches its regex.
-    `within`: `text` is a long document (a summary, a planting turn), not an answer; for
-    token-F1 facts this scores the share of the answer's words it contains instead of F1."""
+    """True when `text` states the expected value, by its regex or by its matcher."""
     if expectation.regex and re.search(expectation.regex, text, re.IGNORECASE):
         return True
-    if expectation.f1_threshold is not None:
-        return _best(token_recall if within else token_f1, text, expectation) >= expectation.f1_threshold
-    return any(mentions(text, value, expectation.tolerance) for value in (expectation.answer, *expectation.aliases))
+    return expectation.matcher.states(text, expectation, within)
 
 
 def _occurrences(norm: str, value: str, tolerance: float | None) -> list[int]:
@@ -188,7 +230,7 @@ def states_about(text: str, expectation: Expectation, subject: str | None, other
         anchors = [(p, s == subject) for s in {subject, *others} for p in _occurrences(norm, s, None)]
         if not any(mine for _, mine in anchors):
             continue
-        values = [p for v in (expectation.answer, *expectation.aliases) for p in _occurrences(norm, v, expectation.tolerance)]
+        values = [p for v in expectation.values for p in _occurrences(norm, v, expectation.tolerance)]
         if not values:  # stated by regex or token overlap: the subject in the same segment must do
             return True
         if any(_bound_subject(anchors, v) for v in values):
@@ -247,7 +289,7 @@ class JudgeError(Exception):
 
 def judge_says_recalled(judge, question: str, target: Target, answer: str) -> bool:
     """Ask a judge model whether a paraphrased answer states the expected value."""
-    accepted = " / ".join((target.expected.answer, *target.expected.aliases))
+    accepted = " / ".join(target.expected.values)
     response = judge.create(max_tokens=5, system=JUDGE_SYSTEM, messages=[{"role": "user", "content": (
         f"Question: {question}\nCorrect answer: {accepted}\nResponse to grade: {answer}\n\n"
         "Does the response give the correct answer? Reply YES or NO.")}])

@@ -14,7 +14,7 @@ from harness.compaction import SUMMARY_PREFIX, CompactionSettings, TranscriptToo
 from harness.inputs import InputError
 from harness.locomo import import_locomo
 from harness.scenario import probes
-from harness.score import Expectation, Target, token_f1, verdict
+from harness.score import Expectation, Target, TokenF1, token_f1, verdict
 
 # shared/ sits beside the checkout, here and in CI.
 CONV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "conv-26.json"
@@ -130,7 +130,7 @@ def test_token_f1():
     assert token_f1("It was on the 7 May 2023, I think", "7 May 2023") == pytest.approx(2 * 3 / 8 / (3 / 8 + 1))
     assert token_f1("a painting", "the painting") == 1.0  # articles dropped, as the benchmark does
     assert token_f1("nothing alike", "7 May") == 0.0
-    target = Target(Expectation("Psychology, counseling certification", f1_threshold=0.5))
+    target = Target(Expectation("Psychology, counseling certification", matcher=TokenF1(0.5)))
     assert verdict("psychology and counseling", target) == "recalled"
     assert verdict("She likes painting landscapes in the evening", target) == "forgot"
 
