@@ -98,20 +98,31 @@ class Agent:
         self.messages.append({"role": "user", "content": line})
         return self.respond()
 
+    def request(self) -> dict[str, Any]:
+        """The Messages API request for the model's next step of the history."""
+        request = {"max_tokens": self.max_tokens, "system": self.system, "messages": self.messages}
+        if self.tools.tools:
+            request["tools"] = self.tools.schemas()
+        return request
+
+    def take(self, response: dict[str, Any]) -> str | None:
+        """Add the model's response to the history and run the tools it calls: its text when it
+        stopped, None when it called tools and must be asked again (`request`)."""
+        self.usage.append(usage_of(response))
+        content = _assistant_blocks(response.get("content", []))
+        self.messages.append({"role": "assistant", "content": content})
+        tool_uses = [b for b in content if b["type"] == "tool_use"]
+        if not tool_uses:
+            return text_of(content)
+        self.messages.append({"role": "user", "content": [self.tools.call(t) for t in tool_uses]})
+        return None
+
     def respond(self) -> str:
         """The inner loop: call the model, run any tool calls, repeat until it stops."""
         for _ in range(MAX_TOOL_ROUNDS):
-            request = {"max_tokens": self.max_tokens, "system": self.system, "messages": self.messages}
-            if self.tools.tools:
-                request["tools"] = self.tools.schemas()
-            response = self.client.create(**request)
-            self.usage.append(usage_of(response))
-            content = _assistant_blocks(response.get("content", []))
-            self.messages.append({"role": "assistant", "content": content})
-            tool_uses = [b for b in content if b["type"] == "tool_use"]
-            if not tool_uses:
-                return text_of(content)
-            self.messages.append({"role": "user", "content": [self.tools.call(t) for t in tool_uses]})
+            reply = self.take(self.client.create(**self.request()))
+            if reply is not None:
+                return reply
         stop = f"(stopped after {MAX_TOOL_ROUNDS} rounds of tool calls)"
         self.messages.append({"role": "assistant", "content": [{"type": "text", "text": stop}]})
         return stop

@@ -53,6 +53,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from .compaction import strategy_spec
     from .compare import describe, pair, pair_retention
     from .records import METRICS, load_run
 
@@ -61,16 +62,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.run_b is None and not (args.a and args.b):
         raise InputError(args.run_a, "to compare prompts within one run, name them with --a and --b")
 
-    def side(df, prompts):  # one strategy, and for summary one prompt
+    by_prompt = strategy_spec(args.strategy).uses_prompt
+
+    def side(df, prompts):  # one strategy, and for one that takes a prompt, one prompt
         df = df[df["strategy"] == args.strategy]
-        return df[df["prompt"] == prompts[0]] if args.strategy == "summary" and not df.empty else df
+        return df[df["prompt"] == prompts[0]] if by_prompt and not df.empty else df
 
     prompts_a, prompts_b = args.a or run_a.prompts(args.strategy), args.b or run_b.prompts(args.strategy)
-    if args.strategy == "summary" and (len(prompts_a) != 1 or len(prompts_b) != 1):
+    if by_prompt and (len(prompts_a) != 1 or len(prompts_b) != 1):
         raise InputError(args.run_a, f"each side needs one prompt (A has {', '.join(prompts_a)}; "
                                      f"B has {', '.join(prompts_b)}): choose with --a and --b")
-    label_a = f"A:{prompts_a[0]}" if args.strategy == "summary" else "A"
-    label_b = f"B:{prompts_b[0]}" if args.strategy == "summary" else "B"
+    label_a = f"A:{prompts_a[0]}" if by_prompt else "A"
+    label_b = f"B:{prompts_b[0]}" if by_prompt else "B"
     pairing = {"retention": pair_retention, "recall": pair}
     print("\n\n".join(
         describe(pairing[metric](side(run_a.rows(metric), prompts_a), side(run_b.rows(metric), prompts_b),
@@ -104,7 +107,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         settings = gate.settings_with(gate.manifest_settings(about), max_drop=args.max_drop, alpha=args.alpha,
                                       floor=args.floor, max_error_rate=args.max_error_rate,
                                       max_summary_growth=args.max_summary_growth)
-        baseline = gate.load_baseline(baseline_dir(about["eval"]["name"]))
+        baseline = gate.load_baseline(baseline_dir(about.name))
         verdict = gate.evaluate(baseline, load_run(run_dir), settings, args.against)
     except gate.CannotJudge as exc:
         print(f"gate: cannot judge: {exc}", file=sys.stderr)
@@ -123,7 +126,7 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     from .gate import record_baseline
     from .records import load_manifest
 
-    name = args.name or load_manifest(args.run_dir)["eval"]["name"]
+    name = args.name or load_manifest(args.run_dir).name
     print(f"baseline recorded: {record_baseline(args.run_dir, Path(args.results) / 'baselines', name)}")
     return EXIT_OK
 
@@ -192,7 +195,7 @@ def _power_line(ev, results: Path) -> str:
     except gate.CannotJudge:
         facts = probed_facts(ev)
         first = ev.prompts[0].id if ev.prompts else None
-        units = sum(len(facts[c.scenario]) for c in plan_cases(ev) if c.strategy == "summary" and c.prompt == first)
+        units = sum(len(facts[c.scenario]) for c in plan_cases(ev) if c.prompt == first)
         drops = {"per prompt": detectable_drop(units, len(ev.scenarios), 1.0, settings.alpha, settings.power)}
         source = f"at best, before any baseline ({units} units per prompt in {len(ev.scenarios)} scenarios)"
     shown = ", ".join(f"{metric} {drop:.1%}" if drop is not None else f"{metric}: too few scenarios (under 5)"
@@ -205,7 +208,7 @@ def _power_line(ev, results: Path) -> str:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from .config import load_eval
     from .inputs import load_yaml
-    from .report import plural
+    from .render import plural
     from .run import plan_cases, probed_facts
     from .scenario import load_scenario, probes
 

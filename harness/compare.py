@@ -104,9 +104,9 @@ def pair_retention(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str)
     return pair_units(retention_units(a), retention_units(b), label_a, label_b, "retention")
 
 
-def sensitivity(retention: pd.DataFrame, control: str) -> dict[str, Comparison]:
-    """Per summary prompt, its retention paired against the keeps-nothing control's (A: control)."""
-    summary = retention[retention["strategy"] == "summary"]
+def sensitivity(summary: pd.DataFrame, control: str) -> dict[str, Comparison]:
+    """Per summary prompt, its retention paired against the keeps-nothing control's (A: control);
+    `summary`: retention rows of strategies that take a prompt."""
     reference = summary[summary["prompt"] == control]
     return {prompt: pair_retention(reference, summary[summary["prompt"] == prompt], control, prompt)
             for prompt in sorted(set(summary["prompt"].dropna()) - {control})}

@@ -203,8 +203,9 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
                            "control_prompt") if control and spec.control_prompt else None
     if control and control.id not in [p.id for p in loaded]:
         loaded.append(control)
-    if "summary" in spec.strategies and not loaded:
-        raise doc.error(("prompts",), "the summary strategy needs at least one prompt file")
+    needs_prompt = [s for s in spec.strategies if s in STRATEGIES and STRATEGIES[s].uses_prompt]
+    if needs_prompt and not loaded:
+        raise doc.error(("prompts",), f"the {needs_prompt[0]} strategy needs at least one prompt file")
     ids = [p.id for p in loaded]
     if len(set(ids)) != len(ids):
         raise doc.error(("prompts",), "two prompt files share a name; prompts are identified by file name")

@@ -1,13 +1,13 @@
 """The run folder: the contract between running an eval and analysing it.
 
-`run` writes a run folder through `RunFolder`; `report`, `compare` and `gate` read it through the
-loaders here, without importing the runner, the agent or any model SDK. Files:
+`run` writes a run folder through `RunFolder`, one typed record per line; `report`, `compare` and
+`gate` read it through the loaders here, without importing the runner, the agent or any model SDK.
+The record types below are the one description of every field. Files:
 
-- `records.jsonl`: one probe per line (see the README's Results section for the fields);
-- `retention.jsonl`: one line per compaction per fact folded so far (`retained`: does the summary
-  state the fact's value; null when unknown; `error` set when the case failed);
-- `compactions.jsonl`: one line per compaction;
-- `cases.jsonl`: finished cases (what `--resume` skips); `manifest.json`: the eval as run.
+- `records.jsonl`: one `ProbeRecord` per probe;
+- `retention.jsonl`: one `RetentionRecord` per compaction per fact folded so far;
+- `compactions.jsonl`: one `CompactionRecord` per compaction;
+- `cases.jsonl`: finished cases (what `--resume` skips); `manifest.json`: the `Manifest`.
 
 Lines are appended and synced before a case is marked finished, so a resumed run drops the lines
 of an unfinished case (and a half-written last line) and redoes it: nothing lost or doubled.
@@ -15,18 +15,148 @@ of an unfinished case (and a half-written last line) and redoes it: nothing lost
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict
 
-from .compaction import STRATEGIES, strategy_spec
+from .compaction import STRATEGIES, CompactionEvent, strategy_spec
 
 CEILING, NO_HISTORY = STRATEGIES["none"].label, STRATEGIES["no-history"].label
 CONTROLS = tuple(spec.label for spec in STRATEGIES.values() if spec.control)
 METRICS = ("retention", "recall")  # does the summary state the fact; does the probe answer
+
+
+# --- records -----------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class CaseRow:
+    """The case a line belongs to; every line of every records file starts with these."""
+
+    case: str  # scenario/strategy/budget/prompt/repeat
+    scenario: str
+    strategy: str  # a name of `compaction.STRATEGIES`, or a custom `module:function`
+    budget: str | None  # as written in the eval ("1200" or "40%"); None: the strategy ignores budgets
+    prompt: str | None  # summary prompt id; None: the strategy takes no prompt
+    prompt_hash: str | None = None
+    repeat: int = 0
+    model: str | None = None  # the client's identity
+    unit: str | None = None  # the budget's unit: chars or tokens
+
+
+@dataclass(kw_only=True)
+class ProbeRecord(CaseRow):
+    """One probe: a fact asked about after the case was played, and how the answer scored."""
+
+    fact: str
+    kind: str
+    planted_turn: int
+    changed_turn: int  # the turn that set the value probed (the planting turn unless superseded)
+    superseded: bool
+    literal: bool  # false: the answer paraphrases the conversation (imported benchmarks)
+    expected: str | None  # None: the right outcome is to abstain
+    verdict: str  # one of `score.VERDICTS`
+    error: str | None = None  # why the probe or its case failed (verdict `error`)
+    limit: int | None = None  # the budget resolved in units; None: never compacts (or failed)
+    location: str | None = None  # at probe time: verbatim, summary, gone; none (no history)
+    compactions: int | None = None  # compactions that folded the fact
+    in_summary: bool | None = None  # the last summary states the value; None: no summary
+    answer: str | None = None
+    f1: float | None = None  # the matcher's graded score (token F1 for `match: f1`), else None
+    judge: bool | None = None  # the judge's word on an answer the matcher scored `forgot`
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    latency_s: float | None = None
+    cached: bool | None = None  # every call of the probe came from the response cache
+
+
+@dataclass(kw_only=True)
+class RetentionRecord(CaseRow):
+    """After one compaction, one fact folded so far: does the summary state its current value?"""
+
+    fact: str
+    kind: str
+    retained: bool | None  # of its subject, when it has one; None: unknown (or the case failed)
+    error: str | None = None  # set when the case failed
+    compaction: int | None = None  # index of the compaction in the case's compaction records
+    before_turn: int | None = None  # the compaction ran before this turn
+    value_turn: int | None = None  # the turn that set the value checked
+    expected: str | None = None
+
+
+@dataclass(kw_only=True)
+class CompactionRecord(CaseRow):
+    """One compaction: where it ran in the case, and what the strategy reported (the fields of
+    `compaction.CompactionEvent`, written on the same line)."""
+
+    before_turn: int
+    first_verbatim_turn: int  # turns before this one are no longer verbatim in the history
+    event: CompactionEvent
+
+    def row(self) -> dict[str, Any]:
+        line = asdict(self)
+        event = line.pop("event")
+        return {**line, **event}
+
+
+Record = ProbeRecord | RetentionRecord | CompactionRecord
+
+
+def _row(record: Record) -> dict[str, Any]:
+    return record.row() if isinstance(record, CompactionRecord) else asdict(record)
+
+
+def _columns(record_type: type) -> list[str]:
+    names = [f.name for f in fields(record_type) if f.name != "event"]
+    return names + ([f.name for f in fields(CompactionEvent) if f.name not in names]
+                    if record_type is CompactionRecord else [])
+
+
+class PromptInfo(BaseModel):
+    id: str
+    path: str | None = None
+    hash: str | None = None
+
+
+class Manifest(BaseModel):
+    """`manifest.json`: what was run, on what, when."""
+
+    model_config = ConfigDict(extra="ignore")
+    eval: dict[str, Any]  # the eval file as run (`config.EvalFile`, every setting written out)
+    model: str  # the client's identity
+    eval_file: str | None = None
+    scenarios: list[str] = []
+    prompts: list[PromptInfo] = []
+    control_prompt: str | None = None  # the keeps-nothing prompt id, when the eval has one
+    sampling: dict[str, Any] | None = None
+    judge: str | None = None
+    versions: dict[str, str] = {}
+    started: str | None = None
+    finished: str | None = None
+    model_calls: int | None = None  # requests really sent (not cached) by the last process
+
+    @property
+    def name(self) -> str:
+        return self.eval["name"]
+
+    def setting(self, key: str, default: Any = None) -> Any:
+        """An eval setting as run (`default` for runs made before the setting existed)."""
+        return self.eval.get(key, default)
+
+    def same_experiment(self, other: Manifest) -> bool:
+        """Same eval, prompts, model and sampling: a run that may be resumed with this one."""
+        keys = {"eval", "prompts", "model", "sampling"}
+        return self.model_dump(include=keys) == other.model_dump(include=keys)
+
+    def write(self, folder: Path) -> None:
+        write_atomic(folder / "manifest.json", self.model_dump_json(indent=2))
 
 
 def _append_lines(path: Path, rows: list[dict]) -> None:
@@ -67,6 +197,20 @@ class RunFolder:
         self.records, self.compactions, self.retention, self.cases = (
             path / "records.jsonl", path / "compactions.jsonl", path / "retention.jsonl", path / "cases.jsonl")
 
+    @classmethod
+    def new(cls, runs: Path, name: str) -> RunFolder:
+        """`<runs>/<name>-<timestamp>`, with a suffix when another run started in the same second."""
+        runs.mkdir(parents=True, exist_ok=True)
+        stem = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+        for attempt in range(1, 1000):
+            path = runs / (stem if attempt == 1 else f"{stem}-{attempt}")
+            try:
+                path.mkdir()  # atomic: two runs never share a folder
+                return cls(path)
+            except FileExistsError:
+                continue
+        raise FileExistsError(f"{runs}: too many runs named {stem}")
+
     def finished_cases(self) -> set[str]:
         """Cases marked finished; lines of any other case are dropped, to be redone."""
         done = {row["case"] for row in read_jsonl(self.cases)}
@@ -75,20 +219,20 @@ class RunFolder:
         _rewrite(self.cases, [{"case": c} for c in sorted(done)])
         return done
 
-    def write_case(self, case_id: str, records: list[dict], compactions: list[dict], retention: list[dict]) -> None:
-        _append_lines(self.records, records)
-        _append_lines(self.compactions, compactions)
-        _append_lines(self.retention, retention)
+    def write_case(self, case_id: str, records: list[ProbeRecord], compactions: list[CompactionRecord],
+                   retention: list[RetentionRecord]) -> None:
+        for path, rows in ((self.records, records), (self.compactions, compactions), (self.retention, retention)):
+            _append_lines(path, [_row(r) for r in rows])
         _append_lines(self.cases, [{"case": case_id}])
 
 
-
-RECORD_COLUMNS = ["case", "scenario", "strategy", "budget", "prompt", "repeat", "fact", "kind", "expected",
-                  "verdict", "location", "compactions", "answer"]
+# --- loading, for analysis -----------------------------------------------------------------
 
 
-def _labelled(rows: list[dict], columns: list[str]) -> pd.DataFrame:
-    df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
+def _labelled(rows: list[dict], record_type: type) -> pd.DataFrame:
+    columns = _columns(record_type)
+    # Every field is a column, also for files written before the field existed.
+    df = pd.DataFrame(rows).reindex(columns=list(dict.fromkeys([*columns, *(rows[0] if rows else [])])))
     # One label per row of the main table: a summary prompt, or a strategy without one.
     df["variant"] = [strategy_spec(s).variant(p) for s, p in zip(df["strategy"], df["prompt"])]
     return df
@@ -98,22 +242,39 @@ def load_records(run_dir: str | Path) -> pd.DataFrame:
     """Probe records (empty for a run without probes)."""
     if not (Path(run_dir) / "records.jsonl").is_file() and not (Path(run_dir) / "retention.jsonl").is_file():
         raise FileNotFoundError(f"{run_dir}: no records (is this a run folder?)")
-    return _labelled(read_jsonl(Path(run_dir) / "records.jsonl"), RECORD_COLUMNS)
+    records = _labelled(read_jsonl(Path(run_dir) / "records.jsonl"), ProbeRecord)
+    # Runs written before `expected: null` marked abstain facts with this text.
+    records.loc[records["expected"] == "(abstain)", "expected"] = None
+    return records
 
 
 def load_retention(run_dir: str | Path) -> pd.DataFrame:
     """Retention rows: per compaction, per fact folded so far, whether the summary states it."""
-    return _labelled(read_jsonl(Path(run_dir) / "retention.jsonl"),
-                     ["case", "scenario", "strategy", "budget", "prompt", "repeat", "fact", "kind", "retained", "error"])
+    return _labelled(read_jsonl(Path(run_dir) / "retention.jsonl"), RetentionRecord)
 
 
 def load_compactions(run_dir: str | Path) -> pd.DataFrame:
-    return _labelled(read_jsonl(Path(run_dir) / "compactions.jsonl"),
-                     ["case", "strategy", "prompt", "summary", "size_before", "size_after", "output_tokens"])
+    return _labelled(read_jsonl(Path(run_dir) / "compactions.jsonl"), CompactionRecord)
 
 
-def load_manifest(run_dir: str | Path) -> dict:
-    return json.loads((Path(run_dir) / "manifest.json").read_text())
+def prompted(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the strategies that take a summary prompt: where prompts are compared."""
+    return rows[[strategy_spec(s).uses_prompt for s in rows["strategy"]]] if not rows.empty else rows
+
+
+def summaries(compactions: pd.DataFrame) -> pd.DataFrame:
+    """Compactions that produced a summary, each with its `ratio` of size after to size before."""
+    made = compactions[compactions["summary"].notna()]
+    return made.assign(ratio=made["size_after"] / made["size_before"])
+
+
+def budget_order(budget: str) -> tuple[bool, float]:
+    """Sort key of budgets as written: absolute ones first, each kind by size."""
+    return (budget.endswith("%"), float(budget.rstrip("%")))
+
+
+def load_manifest(run_dir: str | Path) -> Manifest:
+    return Manifest.model_validate_json((Path(run_dir) / "manifest.json").read_text(encoding="utf-8"))
 
 
 @dataclass
@@ -123,16 +284,19 @@ class Run:
     records: pd.DataFrame
     compactions: pd.DataFrame
     retention: pd.DataFrame
-    about: dict
+    about: Manifest
 
     def rows(self, metric: str) -> pd.DataFrame:
         """The rows a metric is computed from: retention rows, or probe records for recall."""
         return self.retention if metric == "retention" else self.records
 
-    def prompts(self, strategy: str) -> list[str]:
-        """The prompt ids a strategy ran with, in either metric's rows."""
-        data = pd.concat([self.records, self.retention])
-        return sorted(data.loc[data["strategy"] == strategy, "prompt"].dropna().unique())
+    def prompts(self, strategy: str | None = None) -> list[str]:
+        """The prompt ids one strategy ran with (None: any strategy that takes a prompt), in either
+        metric's rows."""
+        data = pd.concat([prompted(self.records), prompted(self.retention)])
+        if strategy is not None:
+            data = data[data["strategy"] == strategy]
+        return sorted(data["prompt"].dropna().unique())
 
 
 def load_run(run_dir: str | Path) -> Run:

@@ -1,21 +1,24 @@
 """Running an eval: every case (scenario x strategy x budget x prompt x repeat) plays the
 scenario through a fresh agent, then probes every fact from its own copy of the history.
 
+`CaseRunner` does it in three steps: `play` (the history and its compaction and retention
+records), `probe_requests` (one forked agent per fact, ready to send) and `score` (an answer, or
+the error that replaced it, into a `records.ProbeRecord`). `run_eval` sends each case's probes one
+at a time; an executor that sends the probes of many cases at once reuses the same steps.
+
 Each finished case is written to the run folder (`records.RunFolder`: records, compactions,
 retention, and the case marked finished), in plan order; `--resume` redoes unfinished cases.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import io
-import json
 import platform
 import random
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -23,13 +26,15 @@ from typing import Any
 from tqdm import tqdm
 
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
-from .compaction import CompactionSettings, Message, TranscriptTooLarge, compact, exchange_starts, is_summary, measure
+from .compaction import (CompactionEvent, CompactionSettings, Message, TranscriptTooLarge, compact, exchange_starts,
+                         is_summary, measure)
 from .config import Eval, Prompt
 from .inputs import InputError
 from .client import ModelError, Usage
-from .records import RunFolder, write_atomic
-from .scenario import Probe, Scenario, Turn, probes
-from .score import JudgeError, answer_f1, judge_says_recalled, states, states_about, verdict
+from .records import (CaseRow, CompactionRecord, Manifest, ProbeRecord, PromptInfo, RetentionRecord, RunFolder,
+                      load_manifest)
+from .scenario import Probe, Scenario, probes
+from .score import JudgeError, judge_says_recalled, states, states_about, verdict
 
 # Failures of the model, its API, the judge or compaction: recorded as `error`, never scored as forgetting.
 RECORDED_ERRORS = (ModelError, JudgeError, TranscriptTooLarge)
@@ -61,24 +66,6 @@ def plan_cases(ev: Eval) -> list[Case]:
                     for prompt in ev.prompts if strategy.uses_prompt else [None]:
                         cases.append(Case(scenario.id, strategy.name, budget, prompt and prompt.id, repeat))
     return cases
-
-
-def scripted_messages(turn: Turn, index: int) -> list[Message]:
-    """The messages a scripted turn adds; a live turn adds only its user line here."""
-    messages: list[Message] = [{"role": "user", "content": turn.user}]
-    reply = turn.assistant
-    if reply is None:
-        return messages
-    ids = [f"toolu_{index:04d}_{i}" for i in range(len(reply.tool_calls))]  # stable, for the cache
-    first = [{"type": "text", "text": reply.text}] if reply.text else []
-    first += [{"type": "tool_use", "id": i, "name": c.tool, "input": c.input} for i, c in zip(ids, reply.tool_calls)]
-    messages.append({"role": "assistant", "content": first})
-    if reply.tool_calls:
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": i, "content": c.result, **({"is_error": True} if c.is_error else {})}
-            for i, c in zip(ids, reply.tool_calls)]})
-        messages.append({"role": "assistant", "content": [{"type": "text", "text": reply.final}]})
-    return messages
 
 
 def resolve_limit(budget: str, scripted_size: int) -> int:
@@ -123,8 +110,33 @@ class Resampled:
         return getattr(self.client, name)
 
 
+@dataclass
+class PlayedCase:
+    """A case played up to its probes: the agent holding its history, and what its compactions did."""
+
+    case: Case
+    row: CaseRow  # what every record of the case carries
+    agent: Agent | None  # None: the case failed before its history was complete
+    limit: int | None  # the budget resolved in units
+    compactions: list[CompactionRecord]
+    retention: list[RetentionRecord]
+    turns: int  # scripted turns played
+    error: str | None = None  # why the case failed: every fact is then an error
+
+
+@dataclass
+class ProbeRequest:
+    """One probe of a played case: a fork of its agent whose last message is the probe question.
+    `agent.request()` is what to send; `agent.take(response)` reads the answer back."""
+
+    fact: Probe
+    agent: Agent
+
+
 class CaseRunner:
-    """Plays one case and returns its probe records and compaction records."""
+    """Plays a case, asks its probes and scores the answers, in three steps that an executor can
+    also drive itself (to send the probes of many cases at once): `play`, `probe_requests`, `score`.
+    `run` composes them, one request at a time."""
 
     def __init__(self, ev: Eval, client: Any, judge: Any = None):
         self.ev, self.client, self.judge = ev, client, judge
@@ -139,8 +151,7 @@ class CaseRunner:
         """The scenario's uncompacted history, live replies excluded; measured once per run
         (in tokens that is a model call), not once per case."""
         if scenario.id not in self._scripted_sizes:
-            history = [m for i, turn in enumerate(scenario.turns) for m in scripted_messages(turn, i)]
-            self._scripted_sizes[scenario.id] = measure(history, self.client, self.ev.spec.unit)
+            self._scripted_sizes[scenario.id] = measure(scenario.scripted_history(), self.client, self.ev.spec.unit)
         return self._scripted_sizes[scenario.id]
 
     def _agent(self, case: Case, scenario: Scenario, limit: int | None) -> Agent:
@@ -158,107 +169,146 @@ class CaseRunner:
         return Agent(client, tools, limit, strategy, settings,
                      max_tokens=spec.reply_max_tokens, output_stream=io.StringIO())
 
-    def run(self, case: Case) -> tuple[list[dict], list[dict], list[dict]]:
-        """The case's probe records, compaction records and retention rows."""
+    def run(self, case: Case) -> tuple[list[ProbeRecord], list[CompactionRecord], list[RetentionRecord]]:
+        """The case's probe records, compaction records and retention records."""
+        played = self.play(case)
+        if not self.ev.spec.probes:
+            return [], played.compactions, played.retention
+        if played.error:
+            records = [self.score(played, fact, error=played.error) for fact in self.facts[case.scenario]]
+        else:
+            records = [self.score(played, request.fact, *self.ask(request))
+                       for request in self.probe_requests(played)]
+        return records, played.compactions, played.retention
+
+    # --- step 1: play ---------------------------------------------------------------------
+
+    def play(self, case: Case) -> PlayedCase:
+        """Play the scenario's turns through a fresh agent, compacting as the agent would; a
+        failure is recorded on the case (`error`), and every fact's retention is then an error."""
         scenario = self.scenarios[case.scenario]
-        facts = self.facts[case.scenario]
         prompt = self.prompts.get(case.prompt)
-        base = {"case": case.id, "scenario": case.scenario, "strategy": case.strategy,
-                "budget": case.budget, "prompt": case.prompt, "prompt_hash": prompt and prompt.hash,
-                "repeat": case.repeat, "model": self.client.identity, "unit": self.ev.spec.unit}
-        compactions: list[dict] = []
-        retention: list[dict] = []
+        row = CaseRow(case=case.id, scenario=case.scenario, strategy=case.strategy, budget=case.budget,
+                      prompt=case.prompt, prompt_hash=prompt and prompt.hash, repeat=case.repeat,
+                      model=self.client.identity, unit=self.ev.spec.unit)
+        played = PlayedCase(case, row, None, None, [], [], len(scenario.turns))
         try:
-            limit = case.budget and resolve_limit(case.budget, self.scripted_size(scenario))
-            agent = self._agent(case, scenario, limit)
+            played.limit = case.budget and resolve_limit(case.budget, self.scripted_size(scenario))
+            agent = self._agent(case, scenario, played.limit)
             if self.ev.strategy(case.strategy).uses_history:
                 for index, turn in enumerate(scenario.turns):
-                    self._compact(agent, index, base, compactions, retention)
+                    self._compact(agent, index, played)
                     if turn.assistant is None:
                         agent.messages.append({"role": "user", "content": turn.user})
                         agent.respond()
                     else:
-                        agent.messages += scripted_messages(turn, index)
+                        agent.messages += turn.messages(index)
                 # The compaction the agent would run before the next user line (the probe).
-                self._compact(agent, len(scenario.turns), base, compactions, retention)
+                self._compact(agent, len(scenario.turns), played)
         except RECORDED_ERRORS as exc:
-            error = _describe_error(exc)
-            # A case that failed measures nothing: every fact is an error, in records and retention.
-            records = [{**base, **_fact_fields(f), "limit": None, "verdict": "error", "error": error}
-                       for f in facts] if self.ev.spec.probes else []
-            return records, compactions, [{**base, "fact": f.fact_id, "kind": f.kind, "retained": None,
-                                           "error": error} for f in facts if f.values]
-        if not self.ev.spec.probes:
-            return [], compactions, retention
-        base["limit"] = limit
-        verbatim_from = first_verbatim_turn(agent.messages, len(scenario.turns))
-        return ([self._probe(agent, fact, base, compactions, verbatim_from) for fact in facts],
-                compactions, retention)
+            played.error = _describe_error(exc)
+            played.retention = [RetentionRecord(**asdict(row), fact=f.fact_id, kind=f.kind, retained=None,
+                                                error=played.error) for f in self.facts[case.scenario] if f.values]
+            return played
+        played.agent = agent
+        return played
 
-    def _compact(self, agent: Agent, turn: int, base: dict, compactions: list[dict], retention: list[dict]) -> None:
+    def _compact(self, agent: Agent, turn: int, played: PlayedCase) -> None:
         seen = len(agent.events)
         agent.compact()
         for event in agent.events[seen:]:
             verbatim_from = first_verbatim_turn(agent.messages, turn)
-            compactions.append({**base, "before_turn": turn, "first_verbatim_turn": verbatim_from,
-                                **dataclasses.asdict(event)})
+            played.compactions.append(CompactionRecord(**asdict(played.row), before_turn=turn,
+                                                       first_verbatim_turn=verbatim_from, event=event))
             if event.folded_messages:
-                retention += self._retention(event, len(compactions) - 1, turn, verbatim_from, base)
+                played.retention += self._retention(event, len(played.compactions) - 1, turn, verbatim_from,
+                                                    played.row)
 
-    def _retention(self, event, index: int, turn: int, verbatim_from: int, base: dict) -> list[dict]:
+    def _retention(self, event: CompactionEvent, index: int, turn: int, verbatim_from: int,
+                   row: CaseRow) -> list[RetentionRecord]:
         """For each probed fact folded so far: does this compaction's summary state the value the
         fact had at this point (of its subject)? Dropped without a summary (truncate): not retained;
         a custom strategy whose summary cannot be found: unknown (None)."""
-        rows = []
-        for fact in self.facts[base["scenario"]]:
+        records = []
+        for fact in self.facts[row.scenario]:
             current = fact.value_before(turn)
             if current is None or current[0] >= verbatim_from:
                 continue  # not planted yet, or its current value is still verbatim
             value_turn, expected = current
             if event.summary is not None:
-                retained = states_about(event.summary, expected, fact.subject, self.subjects[base["scenario"]])
+                retained = states_about(event.summary, expected, fact.subject, self.subjects[row.scenario])
             else:
                 retained = False if event.strategy == "truncate" else None
-            rows.append({**base, "compaction": index, "before_turn": turn, "fact": fact.fact_id,
-                         "kind": fact.kind, "value_turn": value_turn, "expected": expected.answer,
-                         "retained": retained, "error": None})
-        return rows
+            records.append(RetentionRecord(**asdict(row), compaction=index, before_turn=turn, fact=fact.fact_id,
+                                           kind=fact.kind, value_turn=value_turn, expected=expected.answer,
+                                           retained=retained))
+        return records
 
-    def _probe(self, agent: Agent, fact: Probe, base: dict, compactions: list[dict], verbatim_from: int) -> dict:
-        record = {**base, **_fact_fields(fact)}
-        expected = fact.target.expected
-        if not self.ev.strategy(base["strategy"]).uses_history:
-            record.update(location="none", compactions=0, in_summary=None)
-        else:
-            folds = [c for c in compactions if c["folded_messages"] and c["first_verbatim_turn"] > fact.changed_turn]
-            summaries = [c["summary"] for c in compactions if c["summary"] is not None]
-            in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
-            verbatim = fact.changed_turn >= verbatim_from
-            record.update(compactions=len(folds), in_summary=in_summary,
-                          location="verbatim" if verbatim else ("summary" if in_summary else "gone"))
-        probe_agent = agent.fork()
-        probe_agent.max_tokens = self.ev.spec.probe.max_tokens
-        if getattr(self.client, "prompt_caching", False):
-            probe_agent.messages = with_cache_breakpoint(probe_agent.messages)
-        probe_agent.messages.append({"role": "user", "content": fact.question})
+    # --- step 2: the probe requests --------------------------------------------------------
+
+    def probe_requests(self, played: PlayedCase) -> list[ProbeRequest]:
+        """One request per probed fact, each from its own copy of the case's history."""
+        requests = []
+        for fact in self.facts[played.case.scenario]:
+            agent = played.agent.fork()
+            agent.max_tokens = self.ev.spec.probe.max_tokens
+            if getattr(self.client, "prompt_caching", False):
+                agent.messages = with_cache_breakpoint(agent.messages)
+            agent.messages.append({"role": "user", "content": fact.question})
+            requests.append(ProbeRequest(fact, agent))
+        return requests
+
+    def ask(self, request: ProbeRequest) -> tuple[str | None, str | None, Usage]:
+        """Send one probe request now: the answer or the error that stopped it, and its cost."""
         try:
-            answer = probe_agent.respond()
+            answer, error = request.agent.respond(), None
         except RECORDED_ERRORS as exc:
-            return {**record, "verdict": "error", "error": _describe_error(exc)}
-        usage = sum(probe_agent.usage, Usage())
-        record.update(
-            answer=answer, verdict=verdict(answer, fact.target), error=None,
-            f1=answer_f1(answer, expected) if expected and expected.f1_threshold is not None else None,
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens, latency_s=usage.latency_s, cached=usage.cached)
-        if self.judge is not None and record["verdict"] == "forgot" and expected is not None:
+            answer, error = None, _describe_error(exc)
+        return answer, error, sum(request.agent.usage, Usage())
+
+    # --- step 3: score --------------------------------------------------------------------
+
+    def score(self, played: PlayedCase, fact: Probe, answer: str | None = None, error: str | None = None,
+              usage: Usage = Usage()) -> ProbeRecord:
+        """The probe record of one answer (or of the error that replaced it): where the fact was
+        at probe time, the verdict, and the judge's word on a `forgot`."""
+        expected = fact.target.expected
+        record = ProbeRecord(**asdict(played.row), fact=fact.fact_id, kind=fact.kind, planted_turn=fact.planted_turn,
+                             changed_turn=fact.changed_turn, superseded=fact.changed_turn != fact.planted_turn,
+                             literal=fact.literal, expected=expected and expected.answer, verdict="error",
+                             error=error)
+        if played.error:
+            return record
+        record.limit = played.limit
+        self._locate(record, played, fact)
+        if error is not None:
+            return record
+        record.answer, record.verdict = answer, verdict(answer, fact.target)
+        record.f1 = expected.matcher.score(answer, expected) if expected else None
+        record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
+        record.cache_read_tokens, record.latency_s, record.cached = usage.cache_read_tokens, usage.latency_s, usage.cached
+        if self.judge is not None and record.verdict == "forgot" and expected is not None:
             try:
-                record["judge"] = judge_says_recalled(self.judge, fact.question, fact.target, answer)
+                record.judge = judge_says_recalled(self.judge, fact.question, fact.target, answer)
             except RECORDED_ERRORS as exc:
-                return {**record, "verdict": "error", "error": f"judge: {_describe_error(exc)}"}
-            if record["judge"]:
-                record["verdict"] = "recalled"
+                record.verdict, record.error = "error", f"judge: {_describe_error(exc)}"
+                return record
+            if record.judge:
+                record.verdict = "recalled"
         return record
+
+    def _locate(self, record: ProbeRecord, played: PlayedCase, fact: Probe) -> None:
+        """Where the fact was when probed: still verbatim, in the last summary, or gone."""
+        if not self.ev.strategy(played.case.strategy).uses_history:
+            record.location, record.compactions = "none", 0
+            return
+        expected = fact.target.expected
+        summaries = [c.event.summary for c in played.compactions if c.event.summary is not None]
+        record.compactions = sum(1 for c in played.compactions
+                                 if c.event.folded_messages and c.first_verbatim_turn > fact.changed_turn)
+        record.in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
+        verbatim = fact.changed_turn >= first_verbatim_turn(played.agent.messages, played.turns)
+        record.location = "verbatim" if verbatim else ("summary" if record.in_summary else "gone")
 
 
 def _returns(result: str):
@@ -266,13 +316,6 @@ def _returns(result: str):
     def run(**arguments: Any) -> str:
         return result
     return run
-
-
-def _fact_fields(fact: Probe) -> dict:
-    return {"fact": fact.fact_id, "kind": fact.kind, "planted_turn": fact.planted_turn,
-            "changed_turn": fact.changed_turn, "superseded": fact.changed_turn != fact.planted_turn,
-            "literal": fact.literal,
-            "expected": fact.target.expected.answer if fact.target.expected else "(abstain)"}
 
 
 def _describe_error(exc: Exception) -> str:
@@ -291,29 +334,15 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def manifest(ev: Eval, client: Any, judge: Any) -> dict:
-    return {
-        "eval": ev.spec.model_dump(), "eval_file": str(ev.path),
-        "scenarios": [s.id for s in ev.scenarios],
-        "prompts": [{"id": p.id, "path": p.path, "hash": p.hash} for p in ev.prompts],
-        "control_prompt": ev.control,
-        "model": client.identity, "sampling": client.sampling, "judge": judge and judge.identity,
-        "versions": _versions(),
-    }
+def manifest(ev: Eval, client: Any, judge: Any) -> Manifest:
+    return Manifest(eval=ev.spec.model_dump(), eval_file=str(ev.path), scenarios=[s.id for s in ev.scenarios],
+                    prompts=[PromptInfo(id=p.id, path=p.path, hash=p.hash) for p in ev.prompts],
+                    control_prompt=ev.control, model=client.identity, sampling=client.sampling,
+                    judge=judge and judge.identity, versions=_versions())
 
 
-def _new_run_folder(runs: Path, name: str) -> Path:
-    """`<eval>-<timestamp>`, with a suffix when another run started in the same second."""
-    runs.mkdir(parents=True, exist_ok=True)
-    stem = f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    for attempt in range(1, 1000):
-        path = runs / (stem if attempt == 1 else f"{stem}-{attempt}")
-        try:
-            path.mkdir()  # atomic: two runs never share a folder
-            return path
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"{runs}: too many runs named {stem}")
+def _now() -> str:
+    return dt.datetime.now().isoformat(timespec="seconds")
 
 
 def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = None,
@@ -324,21 +353,20 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
     if resume and resume.is_dir() and not any(resume.iterdir()):
         # Killed between creating its folder and writing its manifest: nothing ran, start there.
         folder = RunFolder(resume)
-        about["started"] = dt.datetime.now().isoformat(timespec="seconds")
+        about.started = _now()
     elif resume:
         folder = RunFolder(resume)
-        previous = json.loads((resume / "manifest.json").read_text()) if (resume / "manifest.json").exists() else None
-        if previous is None:
+        if not (resume / "manifest.json").exists():
             raise InputError(resume, "not a run folder (no manifest.json)")
-        if {k: previous[k] for k in ("eval", "prompts", "model", "sampling")} != \
-                {k: about[k] for k in ("eval", "prompts", "model", "sampling")}:
+        previous = load_manifest(resume)
+        if not previous.same_experiment(about):
             raise InputError(resume, "the eval, prompts or model changed since this run started; "
                                      "start a new run instead of resuming")
         about = previous
     else:
-        folder = RunFolder(_new_run_folder(Path(results_dir) / "runs", ev.spec.name))
-        about["started"] = dt.datetime.now().isoformat(timespec="seconds")
-    write_atomic(folder.path / "manifest.json", json.dumps(about, indent=2, ensure_ascii=False))  # resumable at once
+        folder = RunFolder.new(Path(results_dir) / "runs", ev.spec.name)
+        about.started = _now()
+    about.write(folder.path)  # resumable at once
     done = folder.finished_cases()
     if progress:
         print(f"run folder: {folder.path}", file=sys.stderr)
@@ -353,7 +381,6 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
             folder.write_case(case.id, *future.result())
     finally:
         pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
-    about["finished"] = dt.datetime.now().isoformat(timespec="seconds")
-    about["model_calls"] = client.calls
-    write_atomic(folder.path / "manifest.json", json.dumps(about, indent=2, ensure_ascii=False))
+    about.finished, about.model_calls = _now(), client.calls
+    about.write(folder.path)
     return folder.path

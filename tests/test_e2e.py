@@ -78,12 +78,12 @@ def test_a_small_eval_end_to_end(tmp_path, capsys, monkeypatch):
     for r in records:
         if r["verdict"] == "error":
             assert r["error"].startswith("judge: JudgeError")
-        elif "judge" in r:
+        elif r["judge"] is not None:  # the judge was asked
             assert r["verdict"] == ("recalled" if r["judge"] else "forgot")
     summary_records = [r for r in records if r["strategy"] == "summary"]
     assert all(r["location"] in ("summary", "gone") and r["compactions"] >= 1 for r in summary_records)
     assert all(r["answer"] and r["input_tokens"] > 0 for r in records)
-    assert any("judge" in r or r["verdict"] == "error" for r in records)
+    assert any(r["judge"] is not None or r["verdict"] == "error" for r in records)
     compactions = read_jsonl(run_dir / "compactions.jsonl")
     assert compactions and all(c["summary"] for c in compactions)
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -128,7 +128,7 @@ def test_a_locomo_slice_end_to_end(tmp_path, capsys):
     records = read_jsonl(run_dir / "records.jsonl")
     assert len(records) == 4 and not [r for r in records if r["verdict"] == "error"]
     assert all(r["kind"].startswith("locomo-") or r["kind"] == "temporal" for r in records)
-    assert all((r["f1"] is None) == (r["expected"] == "(abstain)") for r in records)  # LoCoMo's metric too
+    assert all((r["f1"] is None) == (r["expected"] is None) for r in records)  # LoCoMo's metric too
     compactions = read_jsonl(run_dir / "compactions.jsonl")
     assert compactions and max(c["chunks"] for c in compactions) > 1  # folded in chunks that fit
 

@@ -1,6 +1,7 @@
 """The runner with fake clients: exact records, errors, resume after a crash, the cache."""
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import anthropic
@@ -15,7 +16,7 @@ from harness.inputs import InputError
 from harness.models import Backend
 from harness.records import load_records, read_jsonl
 from harness.report import mean_f1_by_budget, recall_by_budget, text_report, where_lost
-from harness.run import plan_cases, run_eval
+from harness.run import CaseRunner, plan_cases, run_eval
 
 # tests/data/locker: a scenario with a fact in a user line, one in a tool result and a
 # supersession, and an eval running it at 150 characters and at 100% with every strategy.
@@ -251,3 +252,23 @@ def test_free_form_answers_carry_their_token_f1_and_the_report_averages_it(tmp_p
     assert table.to_dict()["budget any"] == {"ceiling (full history)": "0.50 (n=1)",
                                              "control: no history": "0.00 (n=1)"}
     assert "Mean token F1 of free-form answers (LoCoMo's metric)" in text_report(run_dir)
+
+
+def test_an_executor_can_send_the_probes_of_every_case_at_once(eval_file):
+    """The runner's three steps serve an executor that plays all cases first, then sends every
+    probe request of every case in one wave (here in reverse order, as a batch may return them),
+    then scores: the records equal those of playing and probing one case at a time."""
+    ev = load_eval(eval_file)
+    cases = plan_cases(ev)
+    one_at_a_time = CaseRunner(ev, FakeClient(oracle))
+    expected = [asdict(r) for case in cases for r in one_at_a_time.run(case)[0]]
+
+    client = FakeClient(oracle)
+    runner = CaseRunner(ev, client)
+    played = [runner.play(case) for case in cases]
+    requests = [(p, r) for p in played for r in runner.probe_requests(p)]
+    calls_before = client.calls
+    answers = {id(r): r.agent.take(client.create(**r.agent.request())) for _, r in reversed(requests)}
+    assert client.calls - calls_before == len(requests) == len(expected)  # one request per probe, no tool rounds
+    records = [asdict(runner.score(p, r.fact, answers[id(r)], usage=r.agent.usage[0])) for p, r in requests]
+    assert records == expected
