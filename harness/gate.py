@@ -26,8 +26,8 @@ import pandas as pd
 
 from .compare import Comparison, pair_units, recall_units, retention_units, sensitivity
 from .config import GateSettings
-from .records import METRICS, Run, load_run
-from .report import budget_order, markdown_table, summary_ratios
+from .records import METRICS, Manifest, Run, budget_order, load_run, prompted, summaries
+from .render import markdown_table
 from .stats import minimum_detectable_drop
 
 EXIT_PASS, EXIT_CANNOT_JUDGE, EXIT_REGRESSION = 0, 1, 100
@@ -91,20 +91,19 @@ def load_baseline(path: Path) -> Run:
 def baseline_prompts(baseline: Run) -> list[str]:
     """The baseline's summary prompts in its eval's order, the keeps-nothing control left out."""
     # A manifest without its prompts: whatever prompts the data holds.
-    listed = [p["id"] for p in baseline.about.get("prompts", [])] or baseline.prompts("summary")
-    return [p for p in listed if p != baseline.about.get("control_prompt")]
+    listed = [p.id for p in baseline.about.prompts] or baseline.prompts()
+    return [p for p in listed if p != baseline.about.control_prompt]
 
 
 def resolve_against(prompt: str, baseline: Run, against: str | None) -> str:
     """The baseline prompt a candidate prompt is compared with: `--against`, else the prompt of the
     same id, else the baseline's first prompt. Checked before a candidate run starts."""
-    baseline_about = baseline.about
     available = baseline_prompts(baseline)
     if against:
         if against not in available:
             raise CannotJudge(f"the baseline has no prompt {against!r} (it has {', '.join(available)})")
         return against
-    if prompt in available or prompt == baseline_about.get("control_prompt"):
+    if prompt in available or prompt == baseline.about.control_prompt:
         return prompt
     if not available:
         raise CannotJudge("the baseline has no summary prompts")
@@ -112,23 +111,20 @@ def resolve_against(prompt: str, baseline: Run, against: str | None) -> str:
 
 
 def _units(run: Run, metric: str) -> pd.DataFrame:
-    data = run.rows(metric)
-    summary = data[data["strategy"] == "summary"] if not data.empty else data
-    return retention_units(summary) if metric == "retention" else recall_units(summary)
+    data = prompted(run.rows(metric))
+    return retention_units(data) if metric == "retention" else recall_units(data)
 
 
 def _errors(run: Run, metric: str, prompt: str) -> float:
-    data = run.rows(metric)
-    rows = data[(data["strategy"] == "summary") & (data["prompt"] == prompt)]
+    data = prompted(run.rows(metric))
+    rows = data[data["prompt"] == prompt]
     failed = rows["error"].notna() if metric == "retention" else rows["verdict"] == "error"
     return float(failed.mean()) if len(rows) else 0.0
 
 
 def _median_summary_tokens(run: Run, prompt: str) -> float | None:
-    summaries = summary_ratios(run.compactions)
-    if summaries.empty:
-        return None
-    mine = summaries[(summaries["strategy"] == "summary") & (summaries["prompt"] == prompt)]
+    made = prompted(summaries(run.compactions))
+    mine = made[made["prompt"] == prompt]
     return float(mine["output_tokens"].median()) if len(mine) else None
 
 
@@ -142,10 +138,10 @@ def _metrics(baseline: Run, candidate: Run) -> list[str]:
 def sensitivity_problem(baseline: Run, alpha: float) -> str | None:
     """Why the baseline shows the model ignoring its summary prompt, or None when it does not
     (or when the baseline has no keeps-nothing control to tell)."""
-    control = baseline.about.get("control_prompt")
+    control = baseline.about.control_prompt
     if not control or baseline.retention.empty:
         return None
-    paired = [c for prompt, c in sensitivity(baseline.retention, control).items()
+    paired = [c for prompt, c in sensitivity(prompted(baseline.retention), control).items()
               if prompt in baseline_prompts(baseline) and c.n]
     if not paired:
         return None
@@ -159,16 +155,16 @@ def sensitivity_problem(baseline: Run, alpha: float) -> str | None:
 
 
 def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str | None = None) -> Verdict:
-    if baseline.about["model"] != candidate.about["model"]:
-        raise CannotJudge(f"the baseline was recorded on {baseline.about['model']}, the candidate ran on "
-                          f"{candidate.about['model']}: gate against a baseline of the same model")
-    for setting, of in (("sampling", lambda about: about.get("sampling")),
-                        ("summary layout", lambda about: about["eval"].get("summary_layout"))):
+    if baseline.about.model != candidate.about.model:
+        raise CannotJudge(f"the baseline was recorded on {baseline.about.model}, the candidate ran on "
+                          f"{candidate.about.model}: gate against a baseline of the same model")
+    for setting, of in (("sampling", lambda about: about.sampling),
+                        ("summary layout", lambda about: about.setting("summary_layout"))):
         if of(baseline.about) != of(candidate.about):
             raise CannotJudge(f"the baseline was recorded with {setting} {of(baseline.about)!r}, the candidate ran "
                               f"with {of(candidate.about)!r}: they measure different models; record a new baseline")
     verdict = Verdict([])
-    control = candidate.about.get("control_prompt")
+    control = candidate.about.control_prompt
     for metric in _metrics(baseline, candidate):
         base, cand = _units(baseline, metric), _units(candidate, metric)
         if cand.empty:
@@ -287,5 +283,5 @@ def settings_with(settings: GateSettings, **overrides) -> GateSettings:
     return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
 
 
-def manifest_settings(about: dict) -> GateSettings:
-    return GateSettings(**about["eval"].get("gate", {}))
+def manifest_settings(about: Manifest) -> GateSettings:
+    return GateSettings(**about.setting("gate", {}))

@@ -1,8 +1,10 @@
 """Tables and plots from a run folder.
 
-`harness.records.load_run` gives the DataFrames behind every table (for notebooks); `text_report`
-prints the tables; `write_report` writes markdown (fits a pull-request comment or
-$GITHUB_STEP_SUMMARY), CSV, and a self-contained HTML page with the plots embedded as PNG.
+`TABLES` lists the report's tables in order, each with a title, a builder and optionally a plot;
+every format iterates it: `text_report` prints the tables, `write_report` writes markdown (fits a
+pull-request comment or $GITHUB_STEP_SUMMARY), CSV, and a self-contained HTML page with each
+plot (PNG, embedded) under its table. `harness.records.load_run` gives the DataFrames behind
+every table (for notebooks).
 Every rate carries its n and a 95% Wilson interval on its effective sample size (observations
 of one fact count once: see `stats`). Two metrics: *retention* (does the summary still state the
 fact? no probe needed) and *recall* (does the probe answer state it?).
@@ -13,13 +15,16 @@ from __future__ import annotations
 import base64
 import html
 import io
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
 from .compaction import strategy_spec
 from .compare import retention_units, sensitivity
-from .records import CEILING, CONTROLS, NO_HISTORY, Run, load_run
+from .records import CEILING, CONTROLS, NO_HISTORY, Run, budget_order, load_run, prompted, summaries
+from .render import html_table, markdown_table, plural
 from .stats import Rate, minimum_detectable_drop, rate
 
 # --- data ----------------------------------------------------------------------------
@@ -49,14 +54,6 @@ def retention_rate(group: pd.DataFrame) -> Rate:
 
 def rate_text(group: pd.DataFrame) -> str:
     return recall_rate(group).text()
-
-
-def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def budget_order(budget: str) -> tuple[bool, float]:
-    return (budget.endswith("%"), float(budget.rstrip("%")))
 
 
 def variant_order(variants) -> list[str]:
@@ -93,19 +90,11 @@ def retention_by_budget(retention: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def summary_ratios(compactions: pd.DataFrame) -> pd.DataFrame:
-    """Compactions that produced a summary, each with its size after / before."""
-    if compactions.empty or "summary" not in compactions:
-        return compactions
-    summaries = compactions[compactions["summary"].notna()]
-    return summaries.assign(ratio=summaries["size_after"] / summaries["size_before"])
-
-
 def retention_and_compression(retention: pd.DataFrame, compactions: pd.DataFrame, alpha: float,
                               power: float) -> pd.DataFrame:
     """Retention read next to its cost, per summary prompt: a summary that keeps everything by not
     compressing is no improvement. Also the smallest retention drop this run could detect."""
-    ratios = summary_ratios(compactions)
+    ratios = summaries(compactions)
     rows = {}
     for variant in variant_order(retention["variant"].unique()):
         group = retention[retention["variant"] == variant]
@@ -148,7 +137,7 @@ def answer_types(df: pd.DataFrame) -> pd.Series:
     types = pd.Series("literal", index=df.index)
     if "literal" in df:
         types[df["literal"] == False] = "paraphrased"  # noqa: E712 (a column that may hold NaN)
-    types[df["expected"] == "(abstain)"] = "abstain expected"
+    types[df["expected"].isna()] = "abstain expected"
     return types
 
 
@@ -197,11 +186,10 @@ def survival_by_compactions(df: pd.DataFrame) -> pd.DataFrame:
 
 def summary_costs(compactions: pd.DataFrame) -> pd.DataFrame:
     """Per summary prompt: how much each compaction shrank the history, and what it cost."""
-    summaries = summary_ratios(compactions)
-    if summaries.empty:
+    made = prompted(summaries(compactions))
+    if made.empty:
         return pd.DataFrame()
-    summaries = summaries[summaries["strategy"] == "summary"]
-    return summaries.groupby("prompt").agg(
+    return made.groupby("prompt").agg(
         compactions=("ratio", "size"),
         median_compression=("ratio", "median"),
         mean_summary_tokens=("output_tokens", "mean"),
@@ -209,60 +197,170 @@ def summary_costs(compactions: pd.DataFrame) -> pd.DataFrame:
     ).round(2)
 
 
-def tables(run: Run) -> list[tuple[str, pd.DataFrame]]:
-    """The report's tables, titled, in order; every format shows all of them."""
-    result = []
-    if not run.retention.empty:
-        gate = run.about["eval"].get("gate", {})
-        result += [("Summary retention by prompt and budget", retention_by_budget(run.retention)),
-                   ("Retention and compression per prompt", retention_and_compression(
-                       run.retention, run.compactions, gate.get("alpha", 0.05), gate.get("power", 0.8)))]
-        if control := run.about.get("control_prompt"):
-            result.append(("Prompt sensitivity: retention against the keeps-nothing control",
-                           prompt_sensitivity(run.retention, control)))
+# --- plots ----------------------------------------------------------------------------
+
+
+def _figure(**size):
+    import matplotlib
+    matplotlib.use("Agg")  # no display: files only
+    import matplotlib.pyplot as plt
+    return plt.subplots(**size)
+
+
+def _rate(group: pd.DataFrame) -> float:
+    return recall_rate(group).value
+
+
+def plot_recall_by_budget(run: Run):
     df = run.records
-    if df.empty:
-        return result
-    result += [("Recall by summary prompt and budget", recall_by_budget(df)),
-               ("Recall by fact kind", recall_by_kind(df))]
-    if (answer_types(df) != "literal").any():
-        result.append(("Recall by answer type", recall_by_answer_type(df)))
-    f1 = mean_f1_by_budget(df)
-    if not f1.empty:
-        result.append(("Mean token F1 of free-form answers (LoCoMo's metric)", f1))
-    lost = where_lost(df)
-    if not lost.empty:
-        result.append(("Where facts were lost", lost))
-    return result
+    budgets = sorted(df["budget"].dropna().unique(), key=budget_order)
+    if not budgets:
+        return None
+    fig, ax = _figure(figsize=(7, 4))
+    x = range(len(budgets))
+    for v in (v for v in variant_order(df["variant"].unique()) if v not in CONTROLS):
+        group = df[df["variant"] == v]
+        ax.plot(x, [_rate(group[group["budget"] == b]) for b in budgets], marker="o", label=v)
+    for control, style in ((CEILING, "--"), (NO_HISTORY, ":")):
+        if control in set(df["variant"]):
+            ax.axhline(_rate(df[df["variant"] == control]), linestyle=style, color="grey", label=control)
+    ax.set(xticks=list(x), xticklabels=budgets, xlabel="budget", ylabel="recall", ylim=(0, 1.05),
+           title="Recall versus budget")
+    ax.legend(fontsize=8)
+    return fig
 
 
-def text_report(run_dir: str | Path) -> str:
-    run = load_run(run_dir)
-    sections = [_headline(run), *(f"{title}\n{table.to_string()}" for title, table in tables(run)),
-                f"Run folder: {run_dir}"]
-    return "\n\n".join(sections)
+def plot_recall_by_kind(run: Run):
+    df = run.records
+    kinds, variants = sorted(df["kind"].unique()), variant_order(df["variant"].unique())
+    grid = [[_rate(df[(df["kind"] == k) & (df["variant"] == v)]) for v in variants] for k in kinds]
+    fig, ax = _figure(figsize=(1.6 + 1.3 * len(variants), 0.8 + 0.45 * len(kinds)))
+    shown = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    ax.set(xticks=range(len(variants)), yticks=range(len(kinds)), yticklabels=kinds,
+           title="Recall by fact kind and variant")
+    ax.set_xticklabels(variants, rotation=30, ha="right", fontsize=8)
+    for i, row in enumerate(grid):
+        for j, value in enumerate(row):
+            if value == value:  # not NaN
+                ax.text(j, i, f"{value:.0%}", ha="center", va="center", color="white" if value < 0.6 else "black")
+    fig.colorbar(shown, ax=ax)
+    return fig
+
+
+def plot_where_lost(run: Run):
+    lost = where_lost(run.records)
+    parts = ["recalled", "lost: not in summary", "lost: in summary, not recalled", "lost: still verbatim", "errors"]
+    fig, ax = _figure(figsize=(7, 0.9 + 0.5 * len(lost)))
+    left = pd.Series(0, index=lost.index)
+    for part in parts:
+        share = lost[part] / lost["probes"]
+        ax.barh(lost.index, share, left=left, label=part)
+        left += share
+    ax.set(xlim=(0, 1), xlabel="share of probes", title="Where facts were lost")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
+    return fig
+
+
+def plot_survival(run: Run):
+    compacted = _compacting(run.records)
+    fig, ax = _figure(figsize=(7, 4))
+    for v in variant_order(compacted["variant"].unique()):
+        group = compacted[compacted["variant"] == v]
+        through = group["compactions"].clip(upper=3)
+        counts = sorted(through.unique())
+        ax.plot(counts, [_rate(group[through == c]) for c in counts], marker="o", label=v)
+    ax.set(xticks=[0, 1, 2, 3], xticklabels=["0", "1", "2", "3+"], xlabel="compactions the fact went through",
+           ylabel="recall", ylim=(0, 1.05), title="Survival by number of compactions")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_summary_costs(run: Run):
+    costs = summary_costs(run.compactions)
+    fig, (left_ax, right_ax) = _figure(ncols=2, figsize=(9, 3.5))
+    left_ax.bar(costs.index, costs["median_compression"])
+    left_ax.axhline(1, color="grey", linestyle="--")
+    left_ax.set(title="Median size after / before compaction", ylabel="ratio (below 1 shrinks)")
+    right_ax.bar(costs.index, costs["mean_summary_tokens"])
+    right_ax.set(title="Mean summary length", ylabel="tokens")
+    for axis in (left_ax, right_ax):
+        axis.tick_params(axis="x", labelrotation=30, labelsize=8)
+    return fig
+
+
+# --- the tables ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Table:
+    """One section of every report format; a builder that returns an empty table leaves it out."""
+
+    title: str
+    build: Callable[[Run], pd.DataFrame]
+    plot: Callable[[Run], object] | None = None  # a matplotlib figure, or None when there is nothing to draw
+
+
+def _with_records(build: Callable[[pd.DataFrame], pd.DataFrame]) -> Callable[[Run], pd.DataFrame]:
+    """A builder over probe records; a run without probes (retention only) has none of these tables."""
+    return lambda run: build(run.records) if not run.records.empty else pd.DataFrame()
+
+
+def _retention_and_compression(run: Run) -> pd.DataFrame:
+    if run.retention.empty:
+        return pd.DataFrame()
+    gate = run.about.setting("gate", {})
+    return retention_and_compression(run.retention, run.compactions, gate.get("alpha", 0.05), gate.get("power", 0.8))
+
+
+def _prompt_sensitivity(run: Run) -> pd.DataFrame:
+    control = run.about.control_prompt
+    return prompt_sensitivity(prompted(run.retention), control) if control and not run.retention.empty \
+        else pd.DataFrame()
+
+
+def _answer_types(df: pd.DataFrame) -> pd.DataFrame:
+    return recall_by_answer_type(df) if (answer_types(df) != "literal").any() else pd.DataFrame()
+
+
+TABLES = [
+    Table("Summary retention by prompt and budget",
+          lambda run: retention_by_budget(run.retention) if not run.retention.empty else pd.DataFrame()),
+    Table("Retention and compression per prompt", _retention_and_compression),
+    Table("Prompt sensitivity: retention against the keeps-nothing control", _prompt_sensitivity),
+    Table("Recall by summary prompt and budget", _with_records(recall_by_budget), plot_recall_by_budget),
+    Table("Recall by fact kind", _with_records(recall_by_kind), plot_recall_by_kind),
+    Table("Recall by answer type", _with_records(_answer_types)),
+    Table("Mean token F1 of free-form answers (LoCoMo's metric)", _with_records(mean_f1_by_budget)),
+    Table("Where facts were lost", _with_records(where_lost), plot_where_lost),
+    Table("Survival by number of compactions", _with_records(survival_by_compactions), plot_survival),
+    Table("Summary cost per prompt", lambda run: summary_costs(run.compactions), plot_summary_costs),
+]
+
+
+def tables(run: Run) -> list[tuple[Table, pd.DataFrame]]:
+    """The tables this run has data for, in order, each with its built data."""
+    built = [(table, table.build(run)) for table in TABLES]
+    return [(table, data) for table, data in built if not data.empty]
+
+
+# --- formats ------------------------------------------------------------------------------
 
 
 def _headline(run: Run) -> str:
     about = run.about
-    played = f" (first {turns} turns of each)" if (turns := about["eval"].get("max_turns")) else ""
+    played = f" (first {turns} turns of each)" if (turns := about.setting("max_turns")) else ""
     scenarios = pd.concat([run.records["scenario"], run.retention["scenario"]]).nunique()
-    return (f"eval {about['eval']['name']} on {about['model']}: {plural(len(run.records), 'probe')}, "
+    return (f"eval {about.name} on {about.model}: {plural(len(run.records), 'probe')}, "
             f"{plural(len(run.retention), 'retention check')}, {plural(scenarios, 'scenario')}{played}; "
             "retention = summaries that state the fact, recall = probe answers that state it (errors excluded; "
             "95% Wilson interval, each fact counted once)")
 
 
-# --- markdown --------------------------------------------------------------------------
-
-
-def markdown_table(table: pd.DataFrame) -> str:
-    header = ["", *map(str, table.columns)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for index, row in table.iterrows():
-        cells = [str(index), *(str(v) for v in row)]
-        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
-    return "\n".join(lines)
+def text_report(run_dir: str | Path) -> str:
+    run = load_run(run_dir)
+    sections = [_headline(run), *(f"{table.title}\n{data.to_string()}" for table, data in tables(run)),
+                f"Run folder: {run_dir}"]
+    return "\n\n".join(sections)
 
 
 def markdown_report(run_dir: str | Path) -> str:
@@ -270,107 +368,18 @@ def markdown_report(run_dir: str | Path) -> str:
 
 
 def _markdown(run: Run) -> str:
-    parts = [f"### Compaction recall: {run.about['eval']['name']}", _headline(run)]
-    for title, table in tables(run):
-        parts += [f"**{title}**", markdown_table(table)]
+    parts = [f"### Compaction recall: {run.about.name}", _headline(run)]
+    for table, data in tables(run):
+        parts += [f"**{table.title}**", markdown_table(data)]
     return "\n\n".join(parts) + "\n"
 
 
-# --- plots and HTML ----------------------------------------------------------------------
-
-
 def _png(figure) -> str:
+    import matplotlib.pyplot as plt
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as plt
     plt.close(figure)
     return base64.b64encode(buffer.getvalue()).decode()
-
-
-def _rate(group: pd.DataFrame) -> float:
-    return recall_rate(group).value
-
-
-def plots(df: pd.DataFrame, compactions: pd.DataFrame) -> dict[str, str]:
-    """Each plot as base64 PNG, keyed by its title."""
-    import matplotlib
-    matplotlib.use("Agg")  # no display: files only
-    import matplotlib.pyplot as plt
-
-    images = {}
-    if not df.empty:  # a run without probes has retention only
-        budgets = sorted(df["budget"].dropna().unique(), key=budget_order)
-        variants = [v for v in variant_order(df["variant"].unique()) if v not in CONTROLS]
-        if budgets:
-            fig, ax = plt.subplots(figsize=(7, 4))
-            x = range(len(budgets))
-            for v in variants:
-                group = df[df["variant"] == v]
-                ax.plot(x, [_rate(group[group["budget"] == b]) for b in budgets], marker="o", label=v)
-            for control, style in ((CEILING, "--"), (NO_HISTORY, ":")):
-                if control in set(df["variant"]):
-                    ax.axhline(_rate(df[df["variant"] == control]), linestyle=style, color="grey", label=control)
-            ax.set(xticks=list(x), xticklabels=budgets, xlabel="budget", ylabel="recall", ylim=(0, 1.05),
-                   title="Recall versus budget")
-            ax.legend(fontsize=8)
-            images["Recall versus budget"] = _png(fig)
-
-        kinds = sorted(df["kind"].unique())
-        all_variants = variant_order(df["variant"].unique())
-        grid = [[_rate(df[(df["kind"] == k) & (df["variant"] == v)]) for v in all_variants] for k in kinds]
-        fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(all_variants), 0.8 + 0.45 * len(kinds)))
-        shown = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set(xticks=range(len(all_variants)), yticks=range(len(kinds)), yticklabels=kinds, title="Recall by fact kind")
-        ax.set_xticklabels(all_variants, rotation=30, ha="right", fontsize=8)
-        for i, row in enumerate(grid):
-            for j, value in enumerate(row):
-                if value == value:  # not NaN
-                    ax.text(j, i, f"{value:.0%}", ha="center", va="center", color="white" if value < 0.6 else "black")
-        fig.colorbar(shown, ax=ax)
-        images["Recall by fact kind and variant"] = _png(fig)
-
-        lost = where_lost(df)
-        if not lost.empty:
-            parts = ["recalled", "lost: not in summary", "lost: in summary, not recalled", "lost: still verbatim", "errors"]
-            fig, ax = plt.subplots(figsize=(7, 0.9 + 0.5 * len(lost)))
-            left = pd.Series(0, index=lost.index)
-            for part in parts:
-                share = lost[part] / lost["probes"]
-                ax.barh(lost.index, share, left=left, label=part)
-                left += share
-            ax.set(xlim=(0, 1), xlabel="share of probes", title="Where facts were lost")
-            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
-            images["Where facts were lost"] = _png(fig)
-
-            compacted = _compacting(df)
-            fig, ax = plt.subplots(figsize=(7, 4))
-            for v in variant_order(compacted["variant"].unique()):
-                through = compacted[compacted["variant"] == v]["compactions"].clip(upper=3)
-                counts = sorted(through.unique())
-                group = compacted[compacted["variant"] == v]
-                ax.plot(counts, [_rate(group[through == c]) for c in counts], marker="o", label=v)
-            ax.set(xticks=[0, 1, 2, 3], xticklabels=["0", "1", "2", "3+"],
-                   xlabel="compactions the fact went through", ylabel="recall", ylim=(0, 1.05),
-                   title="Survival by number of compactions")
-            ax.legend(fontsize=8)
-            images["Survival by number of compactions"] = _png(fig)
-
-    costs = summary_costs(compactions)
-    if not costs.empty:
-        fig, (left_ax, right_ax) = plt.subplots(1, 2, figsize=(9, 3.5))
-        left_ax.bar(costs.index, costs["median_compression"])
-        left_ax.axhline(1, color="grey", linestyle="--")
-        left_ax.set(title="Median size after / before compaction", ylabel="ratio (below 1 shrinks)")
-        right_ax.bar(costs.index, costs["mean_summary_tokens"])
-        right_ax.set(title="Mean summary length", ylabel="tokens")
-        for axis in (left_ax, right_ax):
-            axis.tick_params(axis="x", labelrotation=30, labelsize=8)
-        images["Compression and summary tokens per prompt"] = _png(fig)
-    return images
-
-
-def _html_table(table: pd.DataFrame) -> str:
-    return table.to_html(escape=True, border=0, classes="t")  # escape: cells may hold model text
 
 
 def html_report(run_dir: str | Path) -> str:
@@ -378,29 +387,22 @@ def html_report(run_dir: str | Path) -> str:
 
 
 def _html(run: Run) -> str:
-    df, compactions, about = run.records, run.compactions, run.about
     e = html.escape
-    (main_title, main_table), *more = tables(run)
-    sections = [f"<h1>Compaction recall: {e(about['eval']['name'])}</h1>", f"<p>{e(_headline(run))}</p>",
-                f"<h2>{e(main_title)}</h2>", _html_table(main_table)]
-    for title, png in plots(df, compactions).items():
-        sections.append(f'<h2>{e(title)}</h2><img alt="{e(title)}" src="data:image/png;base64,{png}">')
-    for title, table in more:
-        sections += [f"<h2>{e(title)}</h2>", _html_table(table)]
-    survival = survival_by_compactions(df) if not df.empty else df
-    if not survival.empty:
-        sections += ["<h2>Survival by number of compactions</h2>", _html_table(survival)]
-    costs = summary_costs(compactions)
-    if not costs.empty:
-        sections += ["<h2>Summary cost per prompt</h2>", _html_table(costs)]
+    name = e(run.about.name)
+    sections = [f"<h1>Compaction recall: {name}</h1>", f"<p>{e(_headline(run))}</p>"]
+    for table, data in tables(run):
+        sections += [f"<h2>{e(table.title)}</h2>", html_table(data)]
+        if table.plot and (figure := table.plot(run)) is not None:
+            sections.append(f'<img alt="{e(table.title)}" src="data:image/png;base64,{_png(figure)}">')
+    df = run.records
     if not df.empty:  # a run without probes has no answers to list
         misses = df[~df["verdict"].isin(["recalled"])][["case", "fact", "expected", "verdict", "location", "answer"]]
-        sections += [f"<h2>Facts not recalled ({len(misses)})</h2>", _html_table(misses.fillna("").head(200))]
+        sections += [f"<h2>Facts not recalled ({len(misses)})</h2>", html_table(misses.fillna("").head(200))]
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table.t{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
              "table.t td,table.t th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
              "img{max-width:100%}")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(about['eval']['name'])} report</title>"
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{name} report</title>"
             f"<style>{style}</style></head><body>{''.join(sections)}</body></html>")
 
 
