@@ -35,7 +35,10 @@ def _run(args: argparse.Namespace, control: bool = True):
     jobs = args.jobs or default_jobs(ev.spec.model, base_url)
     client = open_model(ev.spec.model, base_url=base_url, temperature=ev.spec.temperature, slots=jobs,
                         sampling=ev.spec.sampling)
+    client.check()  # a dead or wrong endpoint stops here, not after a run of errors
     judge = open_model(args.judge) if args.judge else None
+    if judge:
+        judge.check()
     if not args.no_cache:
         client.cache = ResponseCache(Path(args.results) / "cache" / "responses.sqlite")
         if judge:
@@ -45,10 +48,17 @@ def _run(args: argparse.Namespace, control: bool = True):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from .records import load_run
     from .report import text_report
 
-    _, run_dir = _run(args)
+    ev, run_dir = _run(args)
     print(text_report(run_dir))
+    failed, observed = load_run(run_dir).errors()
+    limit = ev.spec.gate.max_error_rate
+    if observed and failed / observed > limit:
+        print(f"error: {failed} of {observed} of the run's observations failed with errors ({failed / observed:.0%}, "
+              f"limit {limit:.0%} from gate.max_error_rate): see {run_dir}/records.jsonl", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_OK
 
 
@@ -138,6 +148,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
     prompt = Path(args.summary_prompt).read_text().strip() if args.summary_prompt else SEED_SUMMARY_PROMPT
     client = open_model(args.model, base_url=args.base_url)
+    client.check()
     settings = CompactionSettings(prompt, args.keep_recent, args.summary_max_tokens, args.unit,
                                   layout=default_summary_layout(args.model, args.base_url))
     print(f"Chatting with {client.identity}; compaction above {args.budget} {args.unit}. "

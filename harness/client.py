@@ -1,7 +1,8 @@
 """The model interface the agent, compaction and the runner talk to.
 
 A `ModelClient` sends Messages API requests (`create`, `count_tokens`) and says who it is
-(`identity`, `sampling`) and how many requests it really sent (`calls`). `models.Backend` is the
+(`identity`, `sampling`), how many requests it really sent (`calls`), and proves before a run that
+its endpoint speaks the Messages API (`check`). `models.Backend` is the
 implementation for every real endpoint; tests use fakes. Whatever a backend cannot do is raised as
 one `ModelError` (recorded as `error`, never scored as forgetting). What a call cost travels as a
 `Usage` value attached to the reply, not as keys inside the response data.
@@ -9,6 +10,7 @@ one `ModelError` (recorded as `error`, never scored as forgetting). What a call 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,6 +46,26 @@ class Reply(dict):
                            tokens.get("cache_read_input_tokens") or 0, latency_s, cached)
 
 
+def reply_problem(data: Any) -> str | None:
+    """Why `data` is not a Messages API reply the agent can use, or None when it is one. Whatever
+    fails this is recorded as an error, never scored and never cached."""
+    if not isinstance(data, dict):
+        return f"the body is {type(data).__name__} {str(data)[:80]!r}, not a JSON object"
+    if data.get("type") != "message" or data.get("role") != "assistant":
+        return f"a JSON object that is not a Messages reply: {json.dumps(data)[:120]}"
+    content = data.get("content")
+    if not isinstance(content, list) or not all(isinstance(b, dict) and isinstance(b.get("type"), str)
+                                                for b in content):
+        return "a Messages reply whose content is not a list of blocks"
+    for block in content:
+        if block["type"] == "text" and not isinstance(block.get("text"), str):
+            return "a text block without text"
+        if block["type"] == "tool_use" and not (isinstance(block.get("id"), str) and isinstance(block.get("name"), str)
+                                                and isinstance(block.get("input", {}), dict)):
+            return "a tool_use block without id, name or input"
+    return None
+
+
 def usage_of(response: dict[str, Any]) -> Usage:
     """The usage of a reply; a plain dict (a user's own client) carries only its token counts."""
     return response.usage if isinstance(response, Reply) else Reply(response).usage
@@ -57,3 +79,6 @@ class ModelClient(Protocol):
     def create(self, **request: Any) -> dict[str, Any]: ...
 
     def count_tokens(self, **request: Any) -> int: ...
+
+    def check(self) -> None:
+        """Raise `models.SetupError` unless the endpoint answers as a Messages API (one cheap request)."""

@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from .cache import ResponseCache
-from .client import ModelError, Reply
+from .client import ModelError, Reply, reply_problem
 
 LOCAL = "local"
 EMBEDDED_WEIGHTS = "SmolLM2-135M-Instruct.Q4_1.gguf"
 LOCAL_CONTEXT = 8192  # SmolLM2's trained context length
 REQUEST_TIMEOUT = 600.0  # seconds; a long summary on 2 CPU cores takes tens of seconds
 MAX_RETRIES = 4  # the SDK backs off exponentially and honours retry-after
+CHECK_TIMEOUT = 8.0  # seconds for the one-token request that proves an endpoint before a run
 
 
 class SetupError(Exception):
@@ -34,7 +35,7 @@ class SetupError(Exception):
 
 
 class MalformedResponse(ModelError):
-    """The server answered 200 with a body that is not valid JSON, even after retries."""
+    """The server answered 200 with a body that is not a Messages reply, even after retries."""
 
 
 @dataclass
@@ -60,7 +61,7 @@ class Backend:
             sampling = {**sampling, "seed": sampling["seed"] + sample}
         key = self.cache and self.cache.key(self.identity, {**sampling, "sample": sample} if sample else sampling,
                                             request)
-        if key and (hit := self.cache.get(key)):
+        if key and (hit := self.cache.get(key)) and reply_problem(hit) is None:  # never replay a bad entry
             return Reply(hit, cached=True)
         started = time.monotonic()
         response = self._send(request, sampling)
@@ -76,14 +77,35 @@ class Backend:
             with self._lock:
                 self.calls += 1
             try:
-                return self.client.messages.create(
-                    model=self.model, extra_body=sampling or None, **request
-                ).model_dump(mode="json", exclude_none=True)
+                data = _data(self.client.messages.create(model=self.model, extra_body=sampling or None, **request))
             except json.JSONDecodeError as exc:
-                problem = exc
+                problem = f"the body is not valid JSON ({exc})"
             except anthropic.APIError as exc:
                 raise api_error(exc) from exc
-        raise MalformedResponse(f"the server's response was not valid JSON ({problem})")
+            else:
+                if (problem := reply_problem(data)) is None:
+                    return data
+        raise MalformedResponse(f"the server's response is not a Messages reply: {problem}")
+
+    def check(self) -> None:
+        """Prove, with one uncached one-token request, that the endpoint speaks the Messages API;
+        otherwise stop in seconds with what answered (a run against it would record only errors)."""
+        import anthropic
+
+        quick = self.client.with_options(max_retries=0, timeout=CHECK_TIMEOUT)
+        try:
+            problem = reply_problem(_data(quick.messages.create(
+                model=self.model, max_tokens=1, messages=[{"role": "user", "content": "Say OK."}],
+                extra_body=self.sampling or None)))
+        except json.JSONDecodeError as exc:
+            problem = f"the body is not valid JSON ({exc})"
+        except anthropic.APIStatusError as exc:
+            problem = f"HTTP {exc.status_code}: {str(exc.message)[:160]}"
+        except anthropic.APIError as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem:
+            raise SetupError(f"{self.client.base_url} does not answer as a Messages API for model {self.model!r}: "
+                             f"{problem}; check --base-url, the model name and that the server is running")
 
     def count_tokens(self, **request: Any) -> int:
         import anthropic
@@ -93,6 +115,11 @@ class Backend:
             return self.client.messages.count_tokens(model=self.model, **request).input_tokens
         except anthropic.APIError as exc:
             raise api_error(exc) from exc
+
+
+def _data(response: Any) -> Any:
+    """The SDK's response as JSON data; a body that was not JSON comes back as the SDK gave it."""
+    return response.model_dump(mode="json", exclude_none=True) if hasattr(response, "model_dump") else response
 
 
 def api_error(exc: Exception) -> ModelError:

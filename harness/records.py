@@ -15,9 +15,12 @@ of an unfinished case (and a half-written last line) and redoes it: nothing lost
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
+import socket
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from .compaction import STRATEGIES, CompactionEvent, strategy_spec
+from .inputs import InputError
 
 CEILING, NO_HISTORY = STRATEGIES["none"].label, STRATEGIES["no-history"].label
 CONTROLS = tuple(spec.label for spec in STRATEGIES.values() if spec.control)
@@ -140,7 +144,7 @@ class Manifest(BaseModel):
     versions: dict[str, str] = {}
     started: str | None = None
     finished: str | None = None
-    model_calls: int | None = None  # requests really sent (not cached) by the last process
+    model_calls: int | None = None  # requests really sent (not cached), over every process that ran it
 
     @property
     def name(self) -> str:
@@ -210,6 +214,24 @@ class RunFolder:
             except FileExistsError:
                 continue
         raise FileExistsError(f"{runs}: too many runs named {stem}")
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Hold the folder for this process: a second process (a `--resume` while the run is still
+        going) is refused, naming the holder. The OS releases the lock when the holder exits, even
+        when it is killed, so a crashed run can always be resumed."""
+        path = self.path / "run.lock"
+        with path.open("a+", encoding="utf-8") as file:
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                file.seek(0)
+                raise InputError(self.path, f"in use by another run ({file.read().strip() or 'unknown process'}); "
+                                            "wait for it to finish or stop it, then --resume") from None
+            file.truncate(0)
+            file.write(f"process {os.getpid()} on {socket.gethostname()}, since {dt.datetime.now():%Y-%m-%d %H:%M:%S}")
+            file.flush()
+            yield self
 
     def finished_cases(self) -> set[str]:
         """Cases marked finished; lines of any other case are dropped, to be redone."""
@@ -289,6 +311,11 @@ class Run:
     def rows(self, metric: str) -> pd.DataFrame:
         """The rows a metric is computed from: retention rows, or probe records for recall."""
         return self.retention if metric == "retention" else self.records
+
+    def errors(self) -> tuple[int, int]:
+        """Observations (probe records and retention rows) that failed with an error, of all."""
+        failed = int((self.records["verdict"] == "error").sum()) + int(self.retention["error"].notna().sum())
+        return failed, len(self.records) + len(self.retention)
 
     def prompts(self, strategy: str | None = None) -> list[str]:
         """The prompt ids one strategy ran with (None: any strategy that takes a prompt), in either

@@ -349,38 +349,43 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
              judge: Any = None, progress: bool = True, jobs: int = 1) -> Path:
     """Run every case not yet finished, `jobs` at a time; return the run folder.
     Each case's own calls stay in order."""
-    about = manifest(ev, client, judge)
-    if resume and resume.is_dir() and not any(resume.iterdir()):
-        # Killed between creating its folder and writing its manifest: nothing ran, start there.
-        folder = RunFolder(resume)
-        about.started = _now()
-    elif resume:
-        folder = RunFolder(resume)
-        if not (resume / "manifest.json").exists():
-            raise InputError(resume, "not a run folder (no manifest.json)")
-        previous = load_manifest(resume)
-        if not previous.same_experiment(about):
-            raise InputError(resume, "the eval, prompts or model changed since this run started; "
-                                     "start a new run instead of resuming")
-        about = previous
-    else:
-        folder = RunFolder.new(Path(results_dir) / "runs", ev.spec.name)
-        about.started = _now()
-    about.write(folder.path)  # resumable at once
-    done = folder.finished_cases()
-    if progress:
-        print(f"run folder: {folder.path}", file=sys.stderr)
-    runner = CaseRunner(ev, client, judge)
-    todo = [case for case in plan_cases(ev) if case.id not in done]
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    try:
-        futures = [pool.submit(runner.run, case) for case in todo]
-        # Written in plan order, so two runs of one eval give files that diff line by line.
-        for case, future in tqdm(zip(todo, futures), total=len(todo), desc=ev.spec.name, unit="case",
-                                 disable=not progress, dynamic_ncols=True):
-            folder.write_case(case.id, *future.result())
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
-    about.finished, about.model_calls = _now(), client.calls
-    about.write(folder.path)
+    if resume and not resume.is_dir():
+        raise InputError(resume, "not a run folder (no such folder)")
+    folder = RunFolder(resume) if resume else RunFolder.new(Path(results_dir) / "runs", ev.spec.name)
+    with folder.locked():
+        about = _resumed(folder, manifest(ev, client, judge)) if resume else manifest(ev, client, judge)
+        about.started = about.started or _now()
+        about.write(folder.path)  # resumable at once
+        done = folder.finished_cases()
+        if progress:
+            print(f"run folder: {folder.path}", file=sys.stderr)
+        runner = CaseRunner(ev, client, judge)
+        todo = [case for case in plan_cases(ev) if case.id not in done]
+        calls_before, calls_at_start = about.model_calls or 0, client.calls  # model_calls adds up over resumes
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
+            futures = [pool.submit(runner.run, case) for case in todo]
+            # Written in plan order, so two runs of one eval give files that diff line by line.
+            for case, future in tqdm(zip(todo, futures), total=len(todo), desc=ev.spec.name, unit="case",
+                                     disable=not progress, dynamic_ncols=True):
+                folder.write_case(case.id, *future.result())
+                about.model_calls = calls_before + client.calls - calls_at_start
+                about.write(folder.path)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
+        about.finished, about.model_calls = _now(), calls_before + client.calls - calls_at_start
+        about.write(folder.path)
     return folder.path
+
+
+def _resumed(folder: RunFolder, about: Manifest) -> Manifest:
+    """The manifest of the run being resumed (refused if the experiment changed since it started)."""
+    if not (folder.path / "manifest.json").exists():
+        if {p.name for p in folder.path.iterdir()} - {"run.lock"}:
+            raise InputError(folder.path, "not a run folder (no manifest.json)")
+        return about  # killed between creating its folder and writing its manifest: nothing ran
+    previous = load_manifest(folder.path)
+    if not previous.same_experiment(about):
+        raise InputError(folder.path, "the eval, prompts or model changed since this run started; "
+                                      "start a new run instead of resuming")
+    return previous

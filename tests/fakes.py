@@ -36,6 +36,9 @@ class FakeClient:
     def calls(self) -> int:
         return len(self.requests)
 
+    def check(self) -> None:
+        """A fake needs no proof that it speaks the Messages API."""
+
     def count_tokens(self, **request: Any) -> int:
         return len(json.dumps(request["messages"])) // 4
 

@@ -14,7 +14,7 @@ from harness.cache import ResponseCache
 from harness.config import load_eval
 from harness.inputs import InputError
 from harness.models import Backend
-from harness.records import load_records, read_jsonl
+from harness.records import RunFolder, load_records, read_jsonl
 from harness.report import mean_f1_by_budget, recall_by_budget, text_report, where_lost
 from harness.run import CaseRunner, plan_cases, run_eval
 
@@ -272,3 +272,34 @@ def test_an_executor_can_send_the_probes_of_every_case_at_once(eval_file):
     assert client.calls - calls_before == len(requests) == len(expected)  # one request per probe, no tool rounds
     records = [asdict(runner.score(p, r.fact, answers[id(r)], usage=r.agent.usage[0])) for p, r in requests]
     assert records == expected
+
+
+def test_model_calls_add_up_across_resumes(eval_file, tmp_path):
+    """A run stopped after some cases and resumed by another process reports every call made."""
+    def crashing_after(n):
+        client = FakeClient(oracle)
+        def reply(request):
+            if len(client.requests) > n:
+                raise Crash()
+            return oracle(request)
+        client.reply = reply
+        return client
+    first = crashing_after(12)
+    with pytest.raises(Crash):
+        run(eval_file, first, tmp_path)
+    run_dir = next((tmp_path / "results" / "runs").iterdir())
+    assert json.loads((run_dir / "manifest.json").read_text())["model_calls"] > 0  # written as cases finish
+    second = FakeClient(oracle)
+    run(eval_file, second, tmp_path, resume=run_dir)
+    finished_by_first = json.loads((run_dir / "manifest.json").read_text())["model_calls"] - second.calls
+    assert 0 < finished_by_first <= first.calls
+
+
+def test_a_run_folder_belongs_to_one_process_at_a_time(eval_file, tmp_path):
+    run_dir = run(eval_file, FakeClient(oracle), tmp_path)
+    records = (run_dir / "records.jsonl").read_text()
+    with RunFolder(run_dir).locked():  # as another process still running it would
+        with pytest.raises(InputError, match=r"in use by another run \(process \d+ on "):
+            run(eval_file, FakeClient(oracle), tmp_path, resume=run_dir)
+    assert (run_dir / "records.jsonl").read_text() == records  # nothing touched
+    run(eval_file, FakeClient(oracle), tmp_path, resume=run_dir)  # released: resumable again
