@@ -166,13 +166,33 @@ def token_recall(text: str, truth: str) -> float:
     return sum(t in present for t in expected) / len(expected) if expected else 0.0
 
 
+# A clause ends at sentence punctuation, a comma (not the one before a year: "March 14, 2025"), a
+# dash, or a contrast ("..., not the Baixa Grand", "not 2350 but 2800").
+_CLAUSE_END = re.compile(r"[;!?]|\.(?=\s|$)|,(?!\s*\d{4}\b)(?=\s)|\s[-\u2013\u2014]\s|\b(?:but|however|although)\b")
+# Negation cues in normalised text ("can't" normalises to "can t").
+_NEGATION = re.compile(r"\b(?:not|no|never|cannot|unable|neither|nor|without|\w+n t)\b")
+
+
+def affirms(text: str, value: str, tolerance: float | None = None) -> bool:
+    """True when an answer states `value` in some clause that does not negate it before it:
+    "not Lisbon" and "I'm unable to provide a refund or replacement" do not affirm Lisbon or
+    replacement; "Casa Alfama, not the Baixa Grand" affirms Casa Alfama and not the Baixa Grand."""
+    for clause in _CLAUSE_END.split(text):
+        norm = normalize(clause)
+        if any(not _NEGATION.search(norm[:at]) for at in _occurrences(norm, value, tolerance)):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class ExactMatch:
     """`match: exact`: the value (or an alias) as a whole-word phrase after normalisation, or
-    a number within the tolerance."""
+    a number within the tolerance. In an answer it must be affirmed, not refused or negated; in
+    a long text (a summary, a planting turn) any mention counts."""
 
     def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
-        return any(mentions(text, value, expectation.tolerance) for value in expectation.values)
+        said = mentions if within else affirms
+        return any(said(text, value, expectation.tolerance) for value in expectation.values)
 
     def score(self, answer: str, expectation: Expectation) -> float | None:
         return None
@@ -268,7 +288,7 @@ def verdict(answer: str, target: Target) -> str:
             return "confabulated"
         return "recalled" if abstains(answer) else "forgot"
     recalled = states(answer, target.expected)
-    confused = any(mentions(answer, d) for d in target.distractors)
+    confused = any(affirms(answer, d) for d in target.distractors)  # "X, not <distractor>" is not confused
     if recalled and not confused:
         return "recalled"
     if not recalled and any(states(answer, old) for old in target.stale):

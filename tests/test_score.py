@@ -71,6 +71,28 @@ def test_verdicts(answer, result):
     assert verdict(answer, BUDGET) == result
 
 
+HOTEL = Target(Expectation("Casa Alfama"), distractors=("Baixa Grand",))
+REMEDY = Target(Expectation("replacement"))
+
+
+@pytest.mark.parametrize("target, answer, result", [
+    (REMEDY, "I'm unable to provide a refund or replacement.", "forgot"),  # a refusal names the word
+    (REMEDY, "We can't offer a replacement.", "forgot"),
+    (REMEDY, "You asked for a replacement.", "recalled"),
+    (REMEDY, "No refund, but a replacement was agreed.", "recalled"),  # the negation is another clause's
+    (Target(Expectation("Lisbon")), "Not Lisbon.", "forgot"),
+    (Target(Expectation("Lisbon")), "It is not in Paris, it is in Lisbon.", "recalled"),
+    (HOTEL, "Casa Alfama, not the Baixa Grand.", "recalled"),  # rejecting the distractor is recall
+    (HOTEL, "The Baixa Grand, not Casa Alfama.", "forgot"),
+    (HOTEL, "Casa Alfama or the Baixa Grand.", "forgot"),  # hedging onto the distractor is not
+    (BUDGET, "Not 2,350 but 2,800 euros.", "recalled"),
+    (BUDGET, "It was never 2,800; it is 2,350.", "stale"),
+    (Target(Expectation("2025-03-14")), "On March 14, 2025.", "recalled"),  # a date's comma is no clause end
+])
+def test_a_refusal_or_negation_is_not_recall(target, answer, result):
+    assert verdict(answer, target) == result
+
+
 def test_judge_reads_yes_no_and_fails_loudly_otherwise():
     target = Target(Expectation("Lisbon"))
     yes = FakeClient(lambda request: "YES")
