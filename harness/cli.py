@@ -4,12 +4,39 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from .inputs import InputError
 
 EXIT_OK, EXIT_ERROR = 0, 1
+
+
+def _at_least(minimum: int):
+    """An argparse type: a whole number no smaller than `minimum` (the flag is named on error)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {value}")
+        return value
+    return parse
+
+
+def _writable_folder(path: Path, flag: str) -> Path:
+    """Checked before any model call: a run must be able to save what it measures."""
+    if path.exists() and not path.is_dir():
+        raise InputError(path, f"{flag}: not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as exc:
+        raise InputError(path, f"{flag}: cannot write here ({exc.strerror})") from None
+    return path
 
 
 def _model_flags(parser: argparse.ArgumentParser, default: str | None) -> None:
@@ -31,6 +58,7 @@ def _run(args: argparse.Namespace, control: bool = True):
     if ev.spec.repeats > ev.repeats:
         print(f"warning: {ev.spec.repeats} repeats at temperature 0 would be copies of one answer; collapsed to 1 "
               "(set a temperature above 0 for independent samples)", file=sys.stderr)
+    _writable_folder(Path(args.results), "--results")
     base_url = args.base_url or ev.spec.base_url
     jobs = args.jobs or default_jobs(ev.spec.model, base_url)
     client = open_model(ev.spec.model, base_url=base_url, temperature=ev.spec.temperature, slots=jobs,
@@ -93,8 +121,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    import os
-
     from . import gate
     from .config import load_eval
     from .records import load_manifest, load_run
@@ -253,11 +279,11 @@ def _run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> N
                         help="run against this summary prompt instead of the eval's (repeatable)")
     _model_flags(parser, None)
     parser.add_argument("--budget", action="append", help="override the budgets (repeatable): 1200 or 40%%")
-    parser.add_argument("--repeats", type=int)
+    parser.add_argument("--repeats", type=_at_least(1))
     parser.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot'")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run")
     parser.add_argument("--results", default="results", help="where runs/, cache/ and baselines/ live")
-    parser.add_argument("--jobs", type=int, metavar="N",
+    parser.add_argument("--jobs", type=_at_least(1), metavar="N",
                         help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)")
     parser.add_argument("--no-cache", action="store_true", help="do not reuse or store model responses")
     parser.add_argument("--no-probes", action="store_true",
@@ -279,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--a", action="append", metavar="PROMPT", help="prompt id on side A")
     compare.add_argument("--b", action="append", metavar="PROMPT", help="prompt id on side B")
     compare.add_argument("--strategy", default="summary", help="which strategy's records to pair (default summary)")
-    compare.add_argument("--flips", type=int, default=20, help="flipped facts listed each way (default 20)")
+    compare.add_argument("--flips", type=_at_least(0), default=20, help="flipped facts listed each way (default 20)")
     compare.set_defaults(handler=_cmd_compare)
 
     gate_ = commands.add_parser("gate", help="run a candidate (or read --run) and compare it with a baseline; "
@@ -305,11 +331,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     chat = commands.add_parser("chat", help="talk to the agent and watch compaction fire")
     _model_flags(chat, "local")
-    chat.add_argument("--budget", type=int, default=1200, help="compact above this size (default 1200)")
+    chat.add_argument("--budget", type=_at_least(1), default=1200, help="compact above this size (default 1200)")
     chat.add_argument("--unit", choices=["chars", "tokens"], default="chars")
-    chat.add_argument("--keep-recent", type=int, default=1, help="exchanges kept verbatim (default 1)")
+    chat.add_argument("--keep-recent", type=_at_least(0), default=1, help="exchanges kept verbatim (default 1)")
     chat.add_argument("--summary-prompt", metavar="FILE", help="summary prompt file (default: the seed's)")
-    chat.add_argument("--summary-max-tokens", type=int, default=512)
+    chat.add_argument("--summary-max-tokens", type=_at_least(1), default=512)
     chat.set_defaults(handler=_cmd_chat)
 
     importer = commands.add_parser("import", help="convert a public benchmark into scenario files")
@@ -356,6 +382,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except (InputError, SetupError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader stopped reading (`harness schema | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("\ninterrupted: finished cases are saved; `harness run EVAL --resume RUN_DIR` completes the run",

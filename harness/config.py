@@ -3,9 +3,11 @@ strategies to run, on which model. Paths in an eval file are relative to that fi
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import importlib
+import inspect
 import re
 import sys
 from dataclasses import dataclass
@@ -144,22 +146,41 @@ def _read_prompt(name: str, base: Path, origin: Path, line: int | None, field: s
     path = base / name
     if not path.is_file():
         raise InputError(origin, f"summary prompt file {name!r} not found (looked for {path})", line, field)
-    text = path.read_text(encoding="utf-8").strip()
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise InputError(origin, f"summary prompt file {name!r} is not UTF-8 text ({exc.reason} at byte "
+                                 f"{exc.start})", line, field) from None
     if not text:
         raise InputError(path, "summary prompt file is empty")
     return Prompt(path.stem, text, str(path))
 
 
+SEED_PARAMETERS = ("messages", "client", "output_stream", "context_limit")
+
+
 def _import_strategy(name: str, origin: Path, line: int | None, field: str) -> Callable:
+    """A user's `module:function`, from where they run the harness or beside the eval file, checked
+    to take the seed's compaction arguments before anything runs."""
     module_name, function_name = name.split(":")
-    if str(Path.cwd()) not in sys.path:
-        sys.path.append(str(Path.cwd()))  # the user's own module, next to where they run the harness
+    for folder in (str(Path.cwd()), str(origin.parent.resolve())):
+        if folder not in sys.path:
+            sys.path.append(folder)
     try:
-        function = getattr(importlib.import_module(module_name), function_name)
+        with contextlib.redirect_stdout(sys.stderr):  # whatever its import prints must not mix into our output
+            function = getattr(importlib.import_module(module_name), function_name)
     except (ImportError, AttributeError) as exc:
         raise InputError(origin, f"cannot import strategy {name!r}: {exc}", line, field) from None
+    except Exception as exc:  # a syntax error or a failure inside the user's module
+        raise InputError(origin, f"importing strategy {name!r} failed: {type(exc).__name__}: {exc}",
+                         line, field) from None
     if not callable(function):
         raise InputError(origin, f"strategy {name!r} is not a function", line, field)
+    try:
+        inspect.signature(function).bind(*SEED_PARAMETERS)
+    except (TypeError, ValueError) as exc:
+        raise InputError(origin, f"strategy {name!r} is not a compaction function ({exc}): it must take "
+                                 f"({', '.join(SEED_PARAMETERS)}) and return the new messages", line, field) from None
     return function
 
 

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from pydantic import ValidationError
 
 from .compare import Comparison, pair_units, recall_units, retention_units, sensitivity
 from .config import GateSettings
+from .inputs import InputError, describe_error
 from .records import METRICS, Manifest, Run, budget_order, load_run, prompted, summaries
 from .render import markdown_table
 from .stats import minimum_detectable_drop
@@ -155,6 +157,9 @@ def sensitivity_problem(baseline: Run, alpha: float) -> str | None:
 
 
 def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str | None = None) -> Verdict:
+    for side, run in (("baseline", baseline), ("candidate", candidate)):
+        if run.about.unfinished:
+            raise CannotJudge(f"the {side} run is unfinished: resume it (`harness run EVAL --resume RUN_DIR`) first")
     if baseline.about.model != candidate.about.model:
         raise CannotJudge(f"the baseline was recorded on {baseline.about.model}, the candidate ran on "
                           f"{candidate.about.model}: gate against a baseline of the same model")
@@ -280,7 +285,13 @@ def write_outputs(verdict: Verdict, settings: GateSettings, out_dir: Path) -> di
 
 
 def settings_with(settings: GateSettings, **overrides) -> GateSettings:
-    return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    """The settings with the command line's flags applied, validated as the eval file's are."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return GateSettings(**{**settings.model_dump(), **given})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise InputError(f"--{str(error['loc'][0]).replace('_', '-')}", describe_error(error)) from None
 
 
 def manifest_settings(about: Manifest) -> GateSettings:

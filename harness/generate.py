@@ -170,6 +170,8 @@ def parse_filler(text: str) -> tuple[int | None, int | None]:
 def _check(options: Options) -> None:
     if options.scenarios < 1:
         raise ValueError("--scenarios must be at least 1")
+    if options.budget is not None and options.budget < 1:
+        raise ValueError("--budget must be at least 1")
     if not 1 <= options.facts <= len(TAGS):
         raise ValueError(f"--facts must be between 1 and {len(TAGS)} per scenario (each fact needs its own subject)")
     if (options.filler_turns or 0) < 0 or (options.filler_chars or 0) < 0:

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ValidationError
 Loc = tuple[str | int, ...]
 
 MAX_FILE_BYTES = 5_000_000  # no scenario or eval is this big; refuse before parsing
+MAX_VALUES = 200_000  # YAML aliases can make a small file expand exponentially ("billion laughs")
+MAX_DEPTH = 40  # no format nests this deep; deeper input is an attack, not a scenario
 
 
 class InputError(Exception):
@@ -53,7 +55,7 @@ class LocatedYaml:
         except ValidationError as exc:
             # An unknown key is usually a typo of a missing one: report the typo first.
             first = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-            raise self.error(loc + tuple(first["loc"]), _describe(first)) from None
+            raise self.error(loc + tuple(first["loc"]), describe_error(first)) from None
 
 
 def format_loc(loc: Loc) -> str:
@@ -63,12 +65,12 @@ def format_loc(loc: Loc) -> str:
     return text
 
 
-def _describe(error: dict) -> str:
+def describe_error(error: dict) -> str:
     if error["type"] == "extra_forbidden":
         return "unknown key (a typo?)"
     if error["type"] == "missing":
         return "required field is missing"
-    return error["msg"]
+    return error["msg"].removeprefix("Value error, ")
 
 
 def load_yaml(path: str | Path) -> LocatedYaml:
@@ -83,14 +85,31 @@ def load_yaml(path: str | Path) -> LocatedYaml:
         raise InputError(path, f"not UTF-8 text ({exc.reason})") from None
     try:
         # SafeLoader only: a scenario file must never be able to construct Python objects.
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_Loader)
         lines: dict[Loc, int] = {}
-        data = _construct(node, (), lines, path) if node is not None else None
+        data = _Builder(path, lines).build(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(path, f"invalid YAML: {problem}", mark.line + 1 if mark else None) from None
     return LocatedYaml(path, data, lines)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that refuses nesting deeper than MAX_DEPTH while composing (it recurses once
+    per level, so a deeply nested file would otherwise end in a RecursionError)."""
+
+    depth = 0
+
+    def compose_node(self, parent, index):
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 # Builds scalars only (we walk mappings and sequences ourselves, to record their lines).
@@ -100,19 +119,38 @@ _SCALARS = yaml.constructor.SafeConstructor()
 _PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 
 
-def _construct(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
-    lines[loc] = node.start_mark.line + 1
-    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
-        raise InputError(path, f"invalid YAML: unsupported tag {node.tag!r}", lines[loc], format_loc(loc))
-    if isinstance(node, yaml.MappingNode):
-        result = {}
-        for key_node, value_node in node.value:
-            key = _SCALARS.construct_object(key_node)
-            if key in result:
-                raise InputError(path, f"duplicate key {key!r}", key_node.start_mark.line + 1, format_loc(loc))
-            result[key] = _construct(value_node, loc + (key,), lines, path)
-            lines[loc + (key,)] = key_node.start_mark.line + 1
-        return result
-    if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, loc + (i,), lines, path) for i, item in enumerate(node.value)]
-    return _SCALARS.construct_object(node)
+class _Builder:
+    """Python values from a composed YAML node, recording the line of every key and item, and
+    refusing what no scenario or eval needs: other tags, keys that are not text, nesting deeper
+    than MAX_DEPTH, and aliases that expand to more than MAX_VALUES values."""
+
+    def __init__(self, path: Path, lines: dict[Loc, int]):
+        self.path, self.lines, self.values = path, lines, 0
+
+    def error(self, node: yaml.Node, loc: Loc, message: str) -> InputError:
+        return InputError(self.path, f"invalid YAML: {message}", node.start_mark.line + 1, format_loc(loc))
+
+    def build(self, node: yaml.Node, loc: Loc = ()) -> Any:
+        self.lines[loc] = node.start_mark.line + 1
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise InputError(self.path, f"invalid YAML: the document expands to more than {MAX_VALUES:,} values "
+                                        "(aliases repeating aliases?)", node.start_mark.line + 1)
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+            raise self.error(node, loc, f"unsupported tag {node.tag!r}")
+        if isinstance(node, yaml.MappingNode):
+            result = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise self.error(key_node, loc, "a key must be plain text, not a list or mapping")
+                key = _SCALARS.construct_object(key_node)
+                if not isinstance(key, str):
+                    raise self.error(key_node, loc, f"a key must be plain text, not {key!r}")
+                if key in result:
+                    raise InputError(self.path, f"duplicate key {key!r}", key_node.start_mark.line + 1, format_loc(loc))
+                result[key] = self.build(value_node, loc + (key,))
+                self.lines[loc + (key,)] = key_node.start_mark.line + 1
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, loc + (i,)) for i, item in enumerate(node.value)]
+        return _SCALARS.construct_object(node)

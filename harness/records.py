@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .compaction import STRATEGIES, CompactionEvent, strategy_spec
-from .inputs import InputError
+from .inputs import InputError, describe_error
+from .score import VERDICTS
 
 CEILING, NO_HISTORY = STRATEGIES["none"].label, STRATEGIES["no-history"].label
 CONTROLS = tuple(spec.label for spec in STRATEGIES.values() if spec.control)
@@ -133,7 +134,7 @@ class Manifest(BaseModel):
     """`manifest.json`: what was run, on what, when."""
 
     model_config = ConfigDict(extra="ignore")
-    eval: dict[str, Any]  # the eval file as run (`config.EvalFile`, every setting written out)
+    eval: dict[str, Any]  # the eval file as run; it has a `name` (`config.EvalFile`, every setting written out)
     model: str  # the client's identity
     eval_file: str | None = None
     scenarios: list[str] = []
@@ -146,9 +147,21 @@ class Manifest(BaseModel):
     finished: str | None = None
     model_calls: int | None = None  # requests really sent (not cached), over every process that ran it
 
+    @field_validator("eval")
+    @classmethod
+    def _named(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(value.get("name"), str):
+            raise ValueError("the eval as run has no name")
+        return value
+
     @property
     def name(self) -> str:
         return self.eval["name"]
+
+    @property
+    def unfinished(self) -> bool:
+        """Started but not finished: killed, or still running; its numbers are partial."""
+        return self.started is not None and self.finished is None
 
     def setting(self, key: str, default: Any = None) -> Any:
         """An eval setting as run (`default` for runs made before the setting existed)."""
@@ -260,11 +273,40 @@ def _labelled(rows: list[dict], record_type: type) -> pd.DataFrame:
     return df
 
 
+def read_rows(run_dir: str | Path, name: str) -> list[dict]:
+    """The lines of one records file, for analysis: every line must be a JSON record (else an
+    error names the file and line); only the last line of an unfinished run may be
+    cut short. Lines of cases not marked finished (a run still going, or killed) are left out, so
+    half a case is never reported as if it were whole."""
+    path = Path(run_dir) / name
+    if not path.exists():
+        return []
+    rows = []
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    for number, line in enumerate(lines, 1):
+        if not line.endswith("\n") and number == len(lines):
+            break  # cut short by a crash: its case is unfinished
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(path, f"not a JSON record ({exc.msg})", number) from None
+        if not isinstance(row, dict):
+            raise InputError(path, f"not a record (a JSON object), but {type(row).__name__}", number)
+        if name == "records.jsonl" and row.get("verdict") not in VERDICTS:
+            raise InputError(path, f"verdict {row.get('verdict')!r} is none of {', '.join(VERDICTS)}", number, "verdict")
+        rows.append(row)
+    cases = Path(run_dir) / "cases.jsonl"
+    if cases.exists():  # a run folder; a baseline keeps finished cases only
+        finished = {row["case"] for row in read_jsonl(cases)}
+        rows = [row for row in rows if row.get("case") in finished]
+    return rows
+
+
 def load_records(run_dir: str | Path) -> pd.DataFrame:
     """Probe records (empty for a run without probes)."""
     if not (Path(run_dir) / "records.jsonl").is_file() and not (Path(run_dir) / "retention.jsonl").is_file():
         raise FileNotFoundError(f"{run_dir}: no records (is this a run folder?)")
-    records = _labelled(read_jsonl(Path(run_dir) / "records.jsonl"), ProbeRecord)
+    records = _labelled(read_rows(run_dir, "records.jsonl"), ProbeRecord)
     # Runs written before `expected: null` marked abstain facts with this text.
     records.loc[records["expected"] == "(abstain)", "expected"] = None
     return records
@@ -272,11 +314,11 @@ def load_records(run_dir: str | Path) -> pd.DataFrame:
 
 def load_retention(run_dir: str | Path) -> pd.DataFrame:
     """Retention rows: per compaction, per fact folded so far, whether the summary states it."""
-    return _labelled(read_jsonl(Path(run_dir) / "retention.jsonl"), RetentionRecord)
+    return _labelled(read_rows(run_dir, "retention.jsonl"), RetentionRecord)
 
 
 def load_compactions(run_dir: str | Path) -> pd.DataFrame:
-    return _labelled(read_jsonl(Path(run_dir) / "compactions.jsonl"), CompactionRecord)
+    return _labelled(read_rows(run_dir, "compactions.jsonl"), CompactionRecord)
 
 
 def prompted(rows: pd.DataFrame) -> pd.DataFrame:
@@ -296,7 +338,17 @@ def budget_order(budget: str) -> tuple[bool, float]:
 
 
 def load_manifest(run_dir: str | Path) -> Manifest:
-    return Manifest.model_validate_json((Path(run_dir) / "manifest.json").read_text(encoding="utf-8"))
+    path = Path(run_dir) / "manifest.json"
+    if not path.is_file():
+        raise InputError(run_dir, "not a run folder (no manifest.json)")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        return Manifest.model_validate(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not JSON ({exc.msg})", exc.lineno) from None
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise InputError(path, describe_error(error), None, ".".join(map(str, error["loc"]))) from None
 
 
 @dataclass

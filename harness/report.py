@@ -350,7 +350,9 @@ def _headline(run: Run) -> str:
     about = run.about
     played = f" (first {turns} turns of each)" if (turns := about.setting("max_turns")) else ""
     scenarios = pd.concat([run.records["scenario"], run.retention["scenario"]]).nunique()
-    return (f"eval {about.name} on {about.model}: {plural(len(run.records), 'probe')}, "
+    partial = ("UNFINISHED RUN, the figures cover only its finished cases (`harness run EVAL --resume RUN_DIR` "
+               "completes it): " if about.unfinished else "")
+    return (f"{partial}eval {about.name} on {about.model}: {plural(len(run.records), 'probe')}, "
             f"{plural(len(run.retention), 'retention check')}, {plural(scenarios, 'scenario')}{played}; "
             "retention = summaries that state the fact, recall = probe answers that state it (errors excluded; "
             "95% Wilson interval, each fact counted once)")

@@ -34,10 +34,10 @@ from .client import ModelError, Usage
 from .records import (CaseRow, CompactionRecord, Manifest, ProbeRecord, PromptInfo, RetentionRecord, RunFolder,
                       load_manifest)
 from .scenario import Probe, Scenario, probes
-from .score import JudgeError, judge_says_recalled, states, states_about, verdict
+from .score import JudgeError, ScoringError, judge_says_recalled, states, states_about, verdict
 
-# Failures of the model, its API, the judge or compaction: recorded as `error`, never scored as forgetting.
-RECORDED_ERRORS = (ModelError, JudgeError, TranscriptTooLarge)
+# Failures of the model, its API, the judge, a regex or compaction: recorded as `error`, never scored as forgetting.
+RECORDED_ERRORS = (ModelError, JudgeError, ScoringError, TranscriptTooLarge)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+import regex
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from .inputs import InputError, LocatedYaml, load_yaml
-from .score import MATCHERS, ExactMatch, Expectation, Matcher, Target, mentions, states
+from .inputs import InputError, Loc, LocatedYaml, load_yaml
+from .score import (MATCHERS, REGEX_SECONDS, ExactMatch, Expectation, Matcher, ScoringError, Target, distinctive,
+                    mentions, normalize, numbers_in, states)
 
 
 def _to_text(value: Any) -> Any:
@@ -26,7 +28,31 @@ def _to_text(value: Any) -> Any:
     return value
 
 
-Text = Annotated[str, BeforeValidator(_to_text), Field(min_length=1)]
+def _visible(value: str) -> str:
+    if not normalize(value):
+        raise ValueError("is blank: only spaces, punctuation or invisible characters")
+    return value
+
+
+def _regex(pattern: str | None) -> str | None:
+    if pattern is None:
+        return None
+    try:
+        compiled = regex.compile(pattern, regex.IGNORECASE)
+    except regex.error as exc:
+        raise ValueError(f"not a valid regex: {exc}") from None
+    for harmless in ("", "I don't know.", "No."):
+        try:
+            matched = compiled.search(harmless, timeout=REGEX_SECONDS)
+        except TimeoutError:
+            raise ValueError(f"the regex runs longer than {REGEX_SECONDS} s on {harmless!r} "
+                             "(catastrophic backtracking)") from None
+        if matched:
+            raise ValueError(f"the regex matches {harmless!r}: any answer would count")
+    return pattern
+
+
+Text = Annotated[str, BeforeValidator(_to_text), Field(min_length=1), AfterValidator(_visible)]
 Slug = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)]
 
 
@@ -39,8 +65,10 @@ class Value(_Strict):
 
     answer: Text | None = Field(default=None, description="The expected answer, as it should appear in a reply.")
     aliases: list[Text] = Field(default=[], description="Other phrasings that also count.")
-    regex: str | None = Field(default=None, description="A case-insensitive regex that also counts.")
-    tolerance: float | None = Field(default=None, ge=0, description="Absolute tolerance for numeric answers.")
+    regex: Annotated[str | None, AfterValidator(_regex)] = Field(
+        default=None, description="A case-insensitive regex that also counts (the `regex` module's syntax).")
+    tolerance: float | None = Field(default=None, ge=0, allow_inf_nan=False,
+                                    description="Absolute tolerance for numeric answers.")
 
     def expectation(self, matcher: Matcher = ExactMatch()) -> Expectation:
         return Expectation(self.answer or "", tuple(self.aliases), self.regex, self.tolerance, matcher)
@@ -194,6 +222,18 @@ class Probe:
         return known[-1] if known else None
 
 
+def _check_distinctive(doc: LocatedYaml, loc: Loc, fact: Fact) -> None:
+    """Values a phrase-matched answer is scored against must be more than common words ("the",
+    "yes"): any answer would state them, so the fact would be recalled or confused by anything."""
+    fields = {"answer": [fact.answer], "aliases": fact.aliases, "distractors": fact.distractors,
+              "confabulations": fact.confabulations}
+    for field, values in fields.items():
+        for i, value in enumerate(values):
+            if value is not None and not distinctive(value):
+                where = loc + ((field,) if field == "answer" else (field, i))
+                raise doc.error(where, f"{value!r} is only common words: any answer would state it")
+
+
 def _check(doc: LocatedYaml, scenario: Scenario) -> None:
     """Rules pydantic cannot express alone; each error is located in the file."""
     tool_names = [t.name for t in scenario.tools]
@@ -212,21 +252,40 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
             if fact.id in planted:
                 raise doc.error(loc + ("id",), f"duplicate fact id {fact.id!r}")
             planted[fact.id] = t
-            leaked = [v for v in (fact.answer, *fact.aliases) if v and mentions(fact.probe, v, fact.tolerance)]
-            if leaked:
-                raise doc.error(loc + ("probe",), f"the probe contains its own answer {leaked[0]!r}")
-            expected = fact.target_expectation()
-            if expected and fact.literal and not states(turn.text(), expected, within=True):
-                raise doc.error(loc + ("answer",), f"{fact.answer!r} does not occur in {where} "
-                                                   "(set `literal: false` if it is a paraphrase)")
-            if fact.subject and not mentions(turn.text(), fact.subject):
-                raise doc.error(loc + ("subject",), f"the subject {fact.subject!r} does not occur in {where}")
+            try:
+                _check_fact(doc, loc, fact, turn.text(), where)
+            except ScoringError as exc:
+                raise doc.error(loc + ("regex",), f"{exc} on this turn (catastrophic backtracking)") from None
         for s, change in enumerate(turn.supersedes):
             loc = ("turns", t, "supersedes", s)
             if planted.get(change.fact, t) >= t:
                 raise doc.error(loc + ("fact",), f"no fact {change.fact!r} is planted in an earlier turn")
             if not states(turn.text(), change.expectation(), within=True):
                 raise doc.error(loc + ("answer",), f"{change.answer!r} does not occur in {where}")
+
+
+def _check_fact(doc: LocatedYaml, loc: Loc, fact: Fact, text: str, where: str) -> None:
+    """A fact must be scoreable: planted where it says, not leaked by its probe, and not stated
+    (or confused) by answers that say nothing about it."""
+    leaked = [v for v in (fact.answer, *fact.aliases) if v and mentions(fact.probe, v, fact.tolerance)]
+    if leaked:
+        raise doc.error(loc + ("probe",), f"the probe contains its own answer {leaked[0]!r}")
+    expected = fact.target_expectation()
+    if fact.match == "exact":  # free-form (f1) answers are scored by overlap, not by phrase
+        _check_distinctive(doc, loc, fact)
+    for d, distractor in enumerate(fact.distractors):
+        if expected and states(distractor, expected, within=True):
+            raise doc.error(loc + ("distractors", d), f"the distractor {distractor!r} states the answer itself: "
+                                                      "no answer could be recalled")
+    numbers = numbers_in(fact.answer or "")
+    if fact.tolerance and len(numbers) == 1 and 0 < abs(numbers[0]) <= fact.tolerance:
+        raise doc.error(loc + ("tolerance",), f"a tolerance of {fact.tolerance:g} accepts 0 and every number near "
+                                              f"it: keep it under the answer's {numbers[0]:g}")
+    if expected and fact.literal and not states(text, expected, within=True):
+        raise doc.error(loc + ("answer",), f"{fact.answer!r} does not occur in {where} "
+                                           "(set `literal: false` if it is a paraphrase)")
+    if fact.subject and not mentions(text, fact.subject):
+        raise doc.error(loc + ("subject",), f"the subject {fact.subject!r} does not occur in {where}")
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+
+import regex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -108,6 +110,8 @@ def _canonical_date(match: re.Match, parts) -> str:
 def normalize(text: str) -> str:
     """Lower-case, unify numbers and dates, drop punctuation, collapse spaces."""
     text = unicodedata.normalize("NFKC", str(text)).lower()
+    # Invisible format characters (zero-width spaces, soft hyphens) must not hide a word.
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     text = _NUMBER_PHRASE.sub(lambda m: _words_to_number(m[0]), text)
     text = re.sub(r"(?<=\d)[,\u202f\u00a0'](?=\d{3}\b)", "", text)  # 2,350 -> 2350
     for pattern, parts in _DATE_PATTERNS:
@@ -139,6 +143,16 @@ def mentions(text: str, value: str, tolerance: float | None = None) -> bool:
 
 
 _ARTICLES = {"a", "an", "the"}
+# Words any answer may contain: a value made only of these would be "recalled" by anything.
+COMMON_WORDS = _ARTICLES | set(
+    "and or of to in on at for with by from is are was were be been it its this that these those i you he she "
+    "we they me my your his her our their yes no not what which who when where how do does did has have had "
+    "will would can could there here so as if then than but about".split())
+
+
+def distinctive(value: str) -> bool:
+    """A value an answer can only state on purpose: some word that is not a common one."""
+    return any(token not in COMMON_WORDS for token in normalize(value).split())
 
 
 def _tokens(text: str) -> list[str]:
@@ -219,9 +233,24 @@ MATCHERS: dict[str, Callable[[Any], Matcher]] = {
 }
 
 
+REGEX_SECONDS = 0.5  # a fact's regex that takes longer on one text backtracks catastrophically
+
+
+class ScoringError(Exception):
+    """A text could not be scored (a fact's regex ran out of time): recorded as an error."""
+
+
+def regex_matches(pattern: str, text: str) -> bool:
+    """A fact's regex, case-insensitive and bounded in time (the `regex` module's timeout)."""
+    try:
+        return regex.search(pattern, text, regex.IGNORECASE, timeout=REGEX_SECONDS) is not None
+    except TimeoutError:
+        raise ScoringError(f"the regex {pattern!r} ran longer than {REGEX_SECONDS} s") from None
+
+
 def states(text: str, expectation: Expectation, within: bool = False) -> bool:
     """True when `text` states the expected value, by its regex or by its matcher."""
-    if expectation.regex and re.search(expectation.regex, text, re.IGNORECASE):
+    if expectation.regex and regex_matches(expectation.regex, text):
         return True
     return expectation.matcher.states(text, expectation, within)
 
