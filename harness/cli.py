@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import sys
@@ -187,8 +188,11 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from .locomo import import_locomo
     from .scenario import probes
 
-    for path, scenario, notes in import_locomo(args.file, args.out):
-        print(f"{path}: {len(scenario.turns)} turns, {len(probes(scenario))} facts")
+    for path, scenario, notes in import_locomo(args.file, args.out, strict=args.strict):
+        facts = probes(scenario)
+        kinds = collections.Counter(f.kind for f in facts)
+        print(f"{path}: {len(scenario.turns)} turns, {len(facts)} facts "
+              f"({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}), {len(notes)} items left out")
         for note in notes:
             print(f"  {note}")
     return EXIT_OK
@@ -342,6 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("format", choices=["locomo"])
     importer.add_argument("file", type=Path, help="a LoCoMo JSON file (one conversation, or the list of samples)")
     importer.add_argument("--out", type=Path, required=True, help="folder for the scenario files")
+    importer.add_argument("--strict", action="store_true",
+                          help="an item whose evidence cannot be found is an error (default: left out and listed)")
     importer.set_defaults(handler=_cmd_import)
 
     generate = commands.add_parser("generate", help="write seeded synthetic scenarios built for statistical power")

@@ -284,7 +284,7 @@ class CaseRunner:
         if error is not None:
             return record
         record.answer, record.verdict = answer, verdict(answer, fact.target)
-        record.f1 = expected.matcher.score(answer, expected) if expected else None
+        record.f1 = fact.target.matcher.score(answer, expected)
         record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
         record.cache_read_tokens, record.latency_s, record.cached = usage.cache_read_tokens, usage.latency_s, usage.cached
         if self.judge is not None and record.verdict == "forgot" and expected is not None:

@@ -86,8 +86,11 @@ class Fact(Value):
     distractors: list[Text] = Field(
         default=[], description="Near-miss values (also in the conversation); stating one is not recall.")
     match: Literal[tuple(MATCHERS)] = Field(
-        default="exact", description="exact: normalised phrase match; f1: token F1 for free-form answers.")
-    f1_threshold: float = Field(default=0.5, gt=0, le=1, description="With match: f1, the F1 that counts.")
+        default="exact", description="exact: normalised phrase match; f1: token F1 for free-form answers; "
+                                     "locomo: the LoCoMo benchmark's own scoring (needs `category`).")
+    f1_threshold: float = Field(default=0.5, gt=0, le=1, description="With match: f1 or locomo, the F1 that counts.")
+    category: int | None = Field(default=None, ge=1, le=5, description="With match: locomo, the LoCoMo QA category "
+                                                                      "(1-5) whose scoring applies.")
     expect: Literal["answer", "abstain"] = Field(
         default="answer", description="abstain: the conversation cannot answer the probe; 'I don't know' is right.")
     confabulations: list[Text] = Field(
@@ -99,6 +102,8 @@ class Fact(Value):
     def _answer_unless_abstaining(self) -> Fact:
         if self.expect == "answer" and self.answer is None:
             raise ValueError("`answer` is required unless `expect: abstain`")
+        if (self.match == "locomo") != (self.category is not None):
+            raise ValueError("`category` goes with `match: locomo`, and only with it")
         return self
 
     def target_expectation(self) -> Expectation | None:
@@ -314,7 +319,8 @@ def probes(scenario: Scenario) -> list[Probe]:
         matcher = fact.matcher()
         expected = fact.target_expectation() if current is fact else current.expectation(matcher)
         target = Target(expected, tuple(v.expectation(matcher) for _, v in values[:-1]),
-                        tuple(fact.distractors), tuple(Expectation(c, matcher=matcher) for c in fact.confabulations))
+                        tuple(fact.distractors), tuple(Expectation(c, matcher=matcher) for c in fact.confabulations),
+                        matcher)
         history_values = tuple((t, v.expectation(matcher)) for t, v in values[:-1]) + (
             ((changed, expected),) if expected else ())
         result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target,

@@ -9,12 +9,15 @@ validation uses to reject leaky probes and facts missing from their planting tur
 
 from __future__ import annotations
 
+import functools
 import re
+import string
 import unicodedata
-
-import regex
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
+
+import regex
 
 VERDICTS = ("recalled", "forgot", "stale", "abstained", "confabulated", "error")
 
@@ -25,8 +28,9 @@ class Matcher(Protocol):
     def states(self, text: str, expectation: Expectation, within: bool) -> bool:
         """`within`: the text is a long document (a summary, a planting turn), not an answer."""
 
-    def score(self, answer: str, expectation: Expectation) -> float | None:
-        """A graded score recorded beside the verdict, or None when the matcher has none."""
+    def score(self, answer: str, expectation: Expectation | None) -> float | None:
+        """A graded score recorded beside the verdict (`expectation` None: abstaining is right), or
+        None when the matcher has none."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class Target:
     stale: tuple[Expectation, ...] = ()  # values the fact had before it was superseded
     distractors: tuple[str, ...] = ()
     confabulations: tuple[Expectation, ...] = ()  # for abstain facts: tempting wrong answers
+    matcher: Matcher = field(default_factory=lambda: ExactMatch())  # the fact's, for its graded score
 
 
 # --- normalisation ---------------------------------------------------------------------
@@ -208,7 +213,7 @@ class ExactMatch:
         said = mentions if within else affirms
         return any(said(text, value, expectation.tolerance) for value in expectation.values)
 
-    def score(self, answer: str, expectation: Expectation) -> float | None:
+    def score(self, answer: str, expectation: Expectation | None) -> float | None:
         return None
 
 
@@ -222,14 +227,88 @@ class TokenF1:
     def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
         return _best(token_recall if within else token_f1, text, expectation) >= self.threshold
 
-    def score(self, answer: str, expectation: Expectation) -> float | None:
-        return _best(token_f1, answer, expectation)
+    def score(self, answer: str, expectation: Expectation | None) -> float | None:
+        return _best(token_f1, answer, expectation) if expectation else None
+
+
+# --- LoCoMo's own scoring (task_eval/evaluation.py of the benchmark), per QA category ---------
+
+_PUNCTUATION = set(string.punctuation)
+
+
+@functools.cache
+def _stemmer():
+    from nltk.stem import PorterStemmer  # imported when a LoCoMo fact is first scored
+    return PorterStemmer()
+
+
+@functools.cache
+def _stem(word: str) -> str:
+    return _stemmer().stem(word)
+
+
+def locomo_tokens(text: str) -> list[str]:
+    """The benchmark's normalisation: commas removed, lower case, punctuation removed, the words
+    a, an, the and "and" removed, then each word Porter-stemmed. (No number or date unification.)"""
+    text = "".join(ch for ch in str(text).replace(",", "").lower() if ch not in _PUNCTUATION)
+    return [_stem(word) for word in re.sub(r"\b(a|an|the|and)\b", " ", text).split()]
+
+
+def locomo_f1(prediction: str, truth: str) -> float:
+    predicted, expected = locomo_tokens(prediction), locomo_tokens(truth)
+    same = sum((Counter(predicted) & Counter(expected)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(predicted), same / len(expected)
+    return 2 * precision * recall / (precision + recall)
+
+
+def locomo_multi_f1(prediction: str, truth: str) -> float:
+    """Category 1 (multi-hop): both sides split at commas; each expected sub-answer scores its best
+    predicted part, and the scores are averaged."""
+    predictions = [p.strip() for p in prediction.split(",")]
+    truths = [t.strip() for t in truth.split(",")]
+    return sum(max(locomo_f1(p, t) for p in predictions) for t in truths) / len(truths)
+
+
+LOCOMO_NO_ANSWER = ("no information available", "not mentioned")  # category 5's accepted replies
+
+
+@dataclass(frozen=True)
+class LocomoF1:
+    """`match: locomo`: LoCoMo's published scoring for the fact's `category`: stemmed token F1
+    (categories 2 and 4), the answer cut at its first ";" (category 3), per-sub-answer F1 (category
+    1), and for category 5 (unanswerable) 1 when the reply says "no information available" or "not
+    mentioned", else 0. A long text states the answer when it holds `threshold` of its words."""
+
+    category: int
+    threshold: float = 0.5
+
+    def _against(self, answer: str, truth: str) -> float:
+        if self.category == 1:
+            return locomo_multi_f1(answer, truth)
+        if self.category == 3:
+            truth = truth.split(";")[0].strip()
+        return locomo_f1(answer, truth)
+
+    def score(self, answer: str, expectation: Expectation | None) -> float | None:
+        if expectation is None:
+            return float(any(phrase in answer.lower() for phrase in LOCOMO_NO_ANSWER))
+        return max(self._against(answer, value) for value in expectation.values)
+
+    def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
+        if not within:
+            return self.score(text, expectation) >= self.threshold
+        present = set(locomo_tokens(text))
+        return any(sum(t in present for t in words) / len(words) >= self.threshold
+                   for words in map(locomo_tokens, expectation.values) if words)
 
 
 # A fact's `match:` names its matcher, built from the fact's own settings (such as `f1_threshold`).
 MATCHERS: dict[str, Callable[[Any], Matcher]] = {
     "exact": lambda fact: ExactMatch(),
     "f1": lambda fact: TokenF1(fact.f1_threshold),
+    "locomo": lambda fact: LocomoF1(fact.category, fact.f1_threshold),
 }
 
 

@@ -128,7 +128,8 @@ def test_a_locomo_slice_end_to_end(tmp_path, capsys):
     records = read_jsonl(run_dir / "records.jsonl")
     assert len(records) == 4 and not [r for r in records if r["verdict"] == "error"]
     assert all(r["kind"].startswith("locomo-") or r["kind"] == "temporal" for r in records)
-    assert all((r["f1"] is None) == (r["expected"] is None) for r in records)  # LoCoMo's metric too
+    # LoCoMo's own metric scores every answer, the unanswerable category (5) included.
+    assert all(r["f1"] is not None and 0 <= r["f1"] <= 1 for r in records)
     compactions = read_jsonl(run_dir / "compactions.jsonl")
     assert compactions and max(c["chunks"] for c in compactions) > 1  # folded in chunks that fit
 

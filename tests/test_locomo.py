@@ -114,7 +114,7 @@ def test_the_list_of_samples_shape_gives_the_same_scenario(raw, tmp_path):
 def test_bad_input_is_named_and_nothing_is_written(raw, tmp_path, change, message):
     (tmp_path / "bad.json").write_text(json.dumps(change(raw)))
     with pytest.raises(InputError, match=re.escape(message)):
-        import_locomo(tmp_path / "bad.json", tmp_path / "out")
+        import_locomo(tmp_path / "bad.json", tmp_path / "out", strict=True)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
