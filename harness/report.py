@@ -149,9 +149,9 @@ def recall_by_answer_type(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def mean_f1_by_budget(df: pd.DataFrame) -> pd.DataFrame:
-    """LoCoMo's own metric: mean token F1 of the answers to answerable free-form facts
-    (errors excluded), beside our thresholded recall; n in brackets."""
-    scored = df[df["f1"].notna() & (df["verdict"] != "error")] if "f1" in df else df.iloc[0:0]
+    """The mean graded score of answers whose matcher has one (LoCoMo's own metric for `match:
+    locomo`, token F1 for `match: f1`; errors excluded), beside our thresholded recall; n in brackets."""
+    scored = df[df["f1"].notna() & (df["verdict"] != "error")]
     return _by_budget(scored, lambda group: f"{group['f1'].mean():.2f} (n={len(group)})" if len(group) else "n/a")
 
 
