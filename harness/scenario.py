@@ -227,11 +227,9 @@ class Probe:
         return known[-1] if known else None
 
 
-def _check_distinctive(doc: LocatedYaml, loc: Loc, fact: Fact) -> None:
+def _check_distinctive(doc: LocatedYaml, loc: Loc, fields: dict[str, list[str | None]]) -> None:
     """Values a phrase-matched answer is scored against must be more than common words ("the",
     "yes"): any answer would state them, so the fact would be recalled or confused by anything."""
-    fields = {"answer": [fact.answer], "aliases": fact.aliases, "distractors": fact.distractors,
-              "confabulations": fact.confabulations}
     for field, values in fields.items():
         for i, value in enumerate(values):
             if value is not None and not distinctive(value):
@@ -246,6 +244,7 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
         if tool_names.index(name) != i:
             raise doc.error(("tools", i, "name"), f"duplicate tool name {name!r}")
     planted: dict[str, int] = {}
+    exact: set[str] = set()  # facts scored by phrase, whose later values must be distinctive too
     for t, turn in enumerate(scenario.turns):
         for c, call in enumerate(turn.assistant.tool_calls if turn.assistant else []):
             if call.tool not in tool_names:
@@ -257,6 +256,8 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
             if fact.id in planted:
                 raise doc.error(loc + ("id",), f"duplicate fact id {fact.id!r}")
             planted[fact.id] = t
+            if fact.match == "exact":
+                exact.add(fact.id)
             try:
                 _check_fact(doc, loc, fact, turn.text(), where)
             except ScoringError as exc:
@@ -265,6 +266,8 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
             loc = ("turns", t, "supersedes", s)
             if planted.get(change.fact, t) >= t:
                 raise doc.error(loc + ("fact",), f"no fact {change.fact!r} is planted in an earlier turn")
+            if change.fact in exact:
+                _check_distinctive(doc, loc, {"answer": [change.answer], "aliases": change.aliases})
             if not states(turn.text(), change.expectation(), within=True):
                 raise doc.error(loc + ("answer",), f"{change.answer!r} does not occur in {where}")
 
@@ -277,7 +280,8 @@ def _check_fact(doc: LocatedYaml, loc: Loc, fact: Fact, text: str, where: str) -
         raise doc.error(loc + ("probe",), f"the probe contains its own answer {leaked[0]!r}")
     expected = fact.target_expectation()
     if fact.match == "exact":  # free-form (f1) answers are scored by overlap, not by phrase
-        _check_distinctive(doc, loc, fact)
+        _check_distinctive(doc, loc, {"answer": [fact.answer], "aliases": fact.aliases,
+                                      "distractors": fact.distractors, "confabulations": fact.confabulations})
     for d, distractor in enumerate(fact.distractors):
         if expected and states(distractor, expected, within=True):
             raise doc.error(loc + ("distractors", d), f"the distractor {distractor!r} states the answer itself: "
