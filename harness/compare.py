@@ -85,11 +85,14 @@ class Comparison:
         return self.pairs[self.pairs["hit_a"] < self.pairs["hit_b"]]
 
 
-def pair_units(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str, metric: str) -> Comparison:
+def pair_units(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str, metric: str,
+               key: list[str] = PAIR_KEY) -> Comparison:
+    """Units of A and B paired on `key` (by default the same fact, budget, strategy and repeat)."""
     left, right = a.copy(), b.copy()
     for side in (left, right):
         side["budget"] = side["budget"].astype("object").fillna("-")
-    pairs = left.merge(right, on=PAIR_KEY, suffixes=("_a", "_b"))
+    pairs = left.merge(right, on=key, suffixes=("_a", "_b"))
+    pairs = pairs.rename(columns={f"{k}_b": k for k in PAIR_KEY if k not in key})
     pairs = pairs.rename(columns={"value_a": "hit_a", "value_b": "hit_b"})
     return Comparison(label_a, label_b, pairs.reset_index(drop=True), metric)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -22,8 +23,8 @@ from typing import Callable
 import pandas as pd
 
 from .compaction import strategy_spec
-from .compare import retention_units, sensitivity
-from .records import CEILING, CONTROLS, NO_HISTORY, Run, budget_order, load_run, prompted, summaries
+from .compare import Comparison, pair_units, recall_units, retention_units, sensitivity
+from .records import CEILING, CONTROLS, METRICS, NO_HISTORY, Run, budget_order, load_run, prompted, summaries
 from .render import html_table, markdown_table, plural
 from .stats import Rate, minimum_detectable_drop, rate
 
@@ -90,22 +91,16 @@ def retention_by_budget(retention: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def retention_and_compression(retention: pd.DataFrame, compactions: pd.DataFrame, alpha: float,
-                              power: float) -> pd.DataFrame:
-    """Retention read next to its cost, per summary prompt: a summary that keeps everything by not
-    compressing is no improvement. Also the smallest retention drop this run could detect."""
-    ratios = summaries(compactions)
+def retention_per_prompt(retention: pd.DataFrame, alpha: float, power: float) -> pd.DataFrame:
+    """Per summary prompt over all budgets: retention, and the smallest retention drop this run
+    could detect (the gate's power check). Its cost is the next table."""
     rows = {}
     for variant in variant_order(retention["variant"].unique()):
         group = retention[retention["variant"] == variant]
-        made = ratios[ratios["variant"] == variant]
         units = retention_units(group)
         drop = minimum_detectable_drop(units["value"], units["scenario"], alpha, power) if len(units) else None
         rows[variant] = {
             "retention": retention_rate(group).text(),
-            "compactions": len(made),
-            "median size after / before": f"{made['ratio'].median():.2f}" if len(made) else "n/a",
-            "median summary tokens": f"{made['output_tokens'].median():.0f}" if len(made) else "n/a",
             f"detectable drop (alpha {alpha:g}, power {power:.0%})":
                 f"{drop:.1%}" if drop is not None else "too few scenarios",
         }
@@ -184,17 +179,97 @@ def survival_by_compactions(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(table).T.fillna("")
 
 
+COMPRESSION, SUMMARY_TOKENS = "median size after / before", "median summary tokens"
+
+
 def summary_costs(compactions: pd.DataFrame) -> pd.DataFrame:
-    """Per summary prompt: how much each compaction shrank the history, and what it cost."""
+    """Per summary prompt: how much its compactions shrank the history, and what they cost (a
+    summary that keeps everything by not compressing is no improvement)."""
     made = prompted(summaries(compactions))
-    if made.empty:
-        return pd.DataFrame()
-    return made.groupby("prompt").agg(
-        compactions=("ratio", "size"),
-        median_compression=("ratio", "median"),
-        mean_summary_tokens=("output_tokens", "mean"),
-        mean_latency_s=("latency_s", "mean"),
-    ).round(2)
+    rows = {}
+    for variant in variant_order(made["variant"].unique()):
+        mine = made[made["variant"] == variant]
+        rows[variant] = {"compactions": len(mine), COMPRESSION: round(mine["ratio"].median(), 2),
+                         SUMMARY_TOKENS: round(mine["output_tokens"].median()),
+                         "mean latency (s)": round(mine["latency_s"].mean(), 2)}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+# --- paired comparisons -------------------------------------------------------------------
+
+VARIANT_KEY = ["scenario", "fact", "budget", "repeat"]  # two variants' units of one fact at one budget
+CEILING_KEY = ["scenario", "fact", "repeat"]  # the ceiling does not depend on the budget
+
+
+def _units(run: Run, metric: str) -> dict[str, pd.DataFrame]:
+    """Per variant (prompt or strategy), its units of `metric` (see `compare`)."""
+    rows = run.rows(metric)
+    make = retention_units if metric == "retention" else recall_units
+    return {v: make(rows[rows["variant"] == v]) for v in variant_order(rows["variant"].unique())} if len(rows) else {}
+
+
+def paired_comparisons(run: Run) -> list[Comparison]:
+    """Every two variants under test, on each metric, paired fact by fact; and on recall each
+    against the ceiling (the same facts with no compaction). Tested over scenarios, as the gate."""
+    comparisons = []
+    for metric in METRICS:
+        units = _units(run, metric)
+        tested = [v for v in units if v not in CONTROLS]
+        for a, b in itertools.combinations(tested, 2):
+            comparisons.append(pair_units(units[a], units[b], a, b, metric, VARIANT_KEY))
+        if metric == "recall" and CEILING in units:
+            comparisons += [pair_units(units[CEILING], units[v], CEILING, v, metric, CEILING_KEY) for v in tested]
+    return [c for c in comparisons if c.n]
+
+
+def _reading(c: Comparison, alpha: float) -> str:
+    if not c.test.judged:
+        return "too few scenarios to tell"
+    if c.p_value < alpha:
+        return f"{c.label_b if c.difference > 0 else c.label_a} higher"
+    return "not distinguishable from noise"
+
+
+def comparison_table(run: Run) -> pd.DataFrame:
+    alpha = run.about.setting("gate", {}).get("alpha", 0.05)
+    rows = {}
+    for c in paired_comparisons(run):
+        t = c.test
+        rows[f"{c.metric}: {c.label_b} vs {c.label_a}"] = {
+            "A": f"{c.label_a} {t.mean_a:.0%}", "B": f"{c.label_b} {t.mean_b:.0%}",
+            "B minus A (95% CI)": (f"{t.difference:+.1%} ({t.low:+.1%} to {t.high:+.1%})" if t.judged
+                                   else f"{t.difference:+.1%} (no interval)"),
+            "p": f"{t.p_value:.3g}" if t.judged else "n/a",
+            "pairs (scenarios)": f"{t.pairs} ({t.clusters})",
+            "reading": _reading(c, alpha),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def best_variant(run: Run) -> str | None:
+    """One line: the best variant under test on recall (retention when the run has no probes), by
+    how much it leads the next, and whether that is distinguishable from noise at the gate's alpha,
+    with the smallest difference this run could detect at the gate's power."""
+    metric = "recall" if not run.records.empty else "retention"
+    units = {v: u for v, u in _units(run, metric).items() if v not in CONTROLS and len(u)}
+    if not units:
+        return None
+    gate = run.about.setting("gate", {})
+    alpha, power = gate.get("alpha", 0.05), gate.get("power", 0.8)
+    ranked = sorted(units, key=lambda v: units[v]["value"].mean(), reverse=True)
+    best = ranked[0]
+    line = f"Best on {metric}: {best} ({units[best]['value'].mean():.0%})"
+    if len(ranked) == 1:
+        return line + "; the only variant under test"
+    c = pair_units(units[ranked[1]], units[best], ranked[1], best, metric, VARIANT_KEY)
+    t = c.test
+    lead = f"{line}, {t.difference * 100:+.1f} points over {ranked[1]} on the same {t.pairs} facts in {t.clusters} scenarios"
+    if not t.judged:
+        return f"{lead}: too few scenarios (under 5) to tell a difference from noise"
+    detectable = minimum_detectable_drop(units[ranked[1]]["value"], units[ranked[1]]["scenario"], alpha, power)
+    return (f"{lead} (95% CI {t.low * 100:+.1f} to {t.high * 100:+.1f}, p = {t.p_value:.3g}): "
+            f"{'distinguishable' if t.p_value < alpha else 'not distinguishable'} from noise at alpha {alpha:g}; "
+            f"this run detects differences of {detectable:.1%} or more with {power:.0%} power")
 
 
 # --- plots ----------------------------------------------------------------------------
@@ -278,11 +353,11 @@ def plot_survival(run: Run):
 def plot_summary_costs(run: Run):
     costs = summary_costs(run.compactions)
     fig, (left_ax, right_ax) = _figure(ncols=2, figsize=(9, 3.5))
-    left_ax.bar(costs.index, costs["median_compression"])
+    left_ax.bar(costs.index, costs[COMPRESSION])
     left_ax.axhline(1, color="grey", linestyle="--")
     left_ax.set(title="Median size after / before compaction", ylabel="ratio (below 1 shrinks)")
-    right_ax.bar(costs.index, costs["mean_summary_tokens"])
-    right_ax.set(title="Mean summary length", ylabel="tokens")
+    right_ax.bar(costs.index, costs[SUMMARY_TOKENS])
+    right_ax.set(title="Median summary length", ylabel="tokens")
     for axis in (left_ax, right_ax):
         axis.tick_params(axis="x", labelrotation=30, labelsize=8)
     return fig
@@ -305,11 +380,11 @@ def _with_records(build: Callable[[pd.DataFrame], pd.DataFrame]) -> Callable[[Ru
     return lambda run: build(run.records) if not run.records.empty else pd.DataFrame()
 
 
-def _retention_and_compression(run: Run) -> pd.DataFrame:
+def _retention_per_prompt(run: Run) -> pd.DataFrame:
     if run.retention.empty:
         return pd.DataFrame()
     gate = run.about.setting("gate", {})
-    return retention_and_compression(run.retention, run.compactions, gate.get("alpha", 0.05), gate.get("power", 0.8))
+    return retention_per_prompt(run.retention, gate.get("alpha", 0.05), gate.get("power", 0.8))
 
 
 def _prompt_sensitivity(run: Run) -> pd.DataFrame:
@@ -325,15 +400,16 @@ def _answer_types(df: pd.DataFrame) -> pd.DataFrame:
 TABLES = [
     Table("Summary retention by prompt and budget",
           lambda run: retention_by_budget(run.retention) if not run.retention.empty else pd.DataFrame()),
-    Table("Retention and compression per prompt", _retention_and_compression),
-    Table("Prompt sensitivity: retention against the keeps-nothing control", _prompt_sensitivity),
     Table("Recall by summary prompt and budget", _with_records(recall_by_budget), plot_recall_by_budget),
+    Table("Paired comparisons (same facts; tested over scenarios, as the gate)", comparison_table),
+    Table("Retention per prompt, and the smallest drop this run detects", _retention_per_prompt),
+    Table("Compression and cost per prompt", lambda run: summary_costs(run.compactions), plot_summary_costs),
+    Table("Prompt sensitivity: retention against the keeps-nothing control", _prompt_sensitivity),
     Table("Recall by fact kind", _with_records(recall_by_kind), plot_recall_by_kind),
     Table("Recall by answer type", _with_records(_answer_types)),
     Table("Mean token F1 of free-form answers (LoCoMo's metric)", _with_records(mean_f1_by_budget)),
     Table("Where facts were lost", _with_records(where_lost), plot_where_lost),
     Table("Survival by number of compactions", _with_records(survival_by_compactions), plot_survival),
-    Table("Summary cost per prompt", lambda run: summary_costs(run.compactions), plot_summary_costs),
 ]
 
 
@@ -355,7 +431,7 @@ def _headline(run: Run) -> str:
     return (f"{partial}eval {about.name} on {about.model}: {plural(len(run.records), 'probe')}, "
             f"{plural(len(run.retention), 'retention check')}, {plural(scenarios, 'scenario')}{played}; "
             "retention = summaries that state the fact, recall = probe answers that state it (errors excluded; "
-            "95% Wilson interval, each fact counted once)")
+            "95% Wilson interval, each fact counted once)" + (f"\n{best}" if (best := best_variant(run)) else ""))
 
 
 def text_report(run_dir: str | Path) -> str:
