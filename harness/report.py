@@ -282,8 +282,20 @@ def _figure(**size):
     return plt.subplots(**size)
 
 
-def _rate(group: pd.DataFrame) -> float:
-    return recall_rate(group).value
+MIN_CELL = 5  # heatmap cells with fewer scored probes are greyed: their rate says little
+
+
+def _rates_with_intervals(ax, x, groups: list[pd.DataFrame], label: str, offset: float = 0.0) -> None:
+    """Recall with its 95% interval as an error bar at each x, n beside each point."""
+    rates = [recall_rate(g) for g in groups]
+    shown = [(xi + offset, r) for xi, r in zip(x, rates) if r.n]
+    if not shown:
+        return
+    xs, rs = [p[0] for p in shown], [p[1] for p in shown]
+    ax.errorbar(xs, [r.value for r in rs], yerr=[[r.value - r.low for r in rs], [r.high - r.value for r in rs]],
+                marker="o", capsize=3, label=label)
+    for xi, r in zip(xs, rs):
+        ax.annotate(f"n={r.n}", (xi, r.value), textcoords="offset points", xytext=(4, 4), fontsize=7)
 
 
 def plot_recall_by_budget(run: Run):
@@ -292,14 +304,18 @@ def plot_recall_by_budget(run: Run):
     if not budgets:
         return None
     fig, ax = _figure(figsize=(7, 4))
-    x = range(len(budgets))
-    for v in (v for v in variant_order(df["variant"].unique()) if v not in CONTROLS):
+    x = list(range(len(budgets)))
+    tested = [v for v in variant_order(df["variant"].unique()) if v not in CONTROLS]
+    for i, v in enumerate(tested):  # a small offset per variant, so intervals do not hide each other
         group = df[df["variant"] == v]
-        ax.plot(x, [_rate(group[group["budget"] == b]) for b in budgets], marker="o", label=v)
+        _rates_with_intervals(ax, x, [group[group["budget"] == b] for b in budgets], v, 0.06 * (i - len(tested) / 2))
     for control, style in ((CEILING, "--"), (NO_HISTORY, ":")):
         if control in set(df["variant"]):
-            ax.axhline(_rate(df[df["variant"] == control]), linestyle=style, color="grey", label=control)
-    ax.set(xticks=list(x), xticklabels=budgets, xlabel="budget", ylabel="recall", ylim=(0, 1.05),
+            r = recall_rate(df[df["variant"] == control])
+            ax.axhline(r.value, linestyle=style, color="grey", label=f"{control} (n={r.n})")
+            ax.axhspan(r.low, r.high, color="grey", alpha=0.12)
+    # Below 0, so a control at 0% (no history) is a visible line, not the axis itself.
+    ax.set(xticks=x, xticklabels=budgets, xlabel="budget", ylabel="recall (95% interval)", ylim=(-0.05, 1.05),
            title="Recall versus budget")
     ax.legend(fontsize=8)
     return fig
@@ -308,16 +324,21 @@ def plot_recall_by_budget(run: Run):
 def plot_recall_by_kind(run: Run):
     df = run.records
     kinds, variants = sorted(df["kind"].unique()), variant_order(df["variant"].unique())
-    grid = [[_rate(df[(df["kind"] == k) & (df["variant"] == v)]) for v in variants] for k in kinds]
-    fig, ax = _figure(figsize=(1.6 + 1.3 * len(variants), 0.8 + 0.45 * len(kinds)))
+    rates = [[recall_rate(df[(df["kind"] == k) & (df["variant"] == v)]) for v in variants] for k in kinds]
+    grid = [[r.value if r.n >= MIN_CELL else float("nan") for r in row] for row in rates]
+    fig, ax = _figure(figsize=(1.6 + 1.3 * len(variants), 0.8 + 0.5 * len(kinds)))
+    ax.set_facecolor("#dddddd")  # NaN cells (too few probes) show the grey background
     shown = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
     ax.set(xticks=range(len(variants)), yticks=range(len(kinds)), yticklabels=kinds,
-           title="Recall by fact kind and variant")
+           title=f"Recall by fact kind and variant (grey: under {MIN_CELL} probes)")
     ax.set_xticklabels(variants, rotation=30, ha="right", fontsize=8)
-    for i, row in enumerate(grid):
-        for j, value in enumerate(row):
-            if value == value:  # not NaN
-                ax.text(j, i, f"{value:.0%}", ha="center", va="center", color="white" if value < 0.6 else "black")
+    for i, row in enumerate(rates):
+        for j, r in enumerate(row):
+            if r.n:
+                value = grid[i][j]
+                dark = value == value and value < 0.6
+                ax.text(j, i, f"{r.value:.0%}\nn={r.n}", ha="center", va="center", fontsize=7,
+                        color="white" if dark else "black")
     fig.colorbar(shown, ax=ax)
     return fig
 
@@ -339,13 +360,14 @@ def plot_where_lost(run: Run):
 def plot_survival(run: Run):
     compacted = _compacting(run.records)
     fig, ax = _figure(figsize=(7, 4))
-    for v in variant_order(compacted["variant"].unique()):
+    variants = variant_order(compacted["variant"].unique())
+    for i, v in enumerate(variants):
         group = compacted[compacted["variant"] == v]
         through = group["compactions"].clip(upper=3)
         counts = sorted(through.unique())
-        ax.plot(counts, [_rate(group[through == c]) for c in counts], marker="o", label=v)
+        _rates_with_intervals(ax, counts, [group[through == c] for c in counts], v, 0.06 * (i - len(variants) / 2))
     ax.set(xticks=[0, 1, 2, 3], xticklabels=["0", "1", "2", "3+"], xlabel="compactions the fact went through",
-           ylabel="recall", ylim=(0, 1.05), title="Survival by number of compactions")
+           ylabel="recall (95% interval)", ylim=(-0.05, 1.05), title="Survival by number of compactions")
     ax.legend(fontsize=8)
     return fig
 
