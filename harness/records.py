@@ -7,6 +7,7 @@ The record types below are the one description of every field. Files:
 - `records.jsonl`: one `ProbeRecord` per probe;
 - `retention.jsonl`: one `RetentionRecord` per compaction per fact folded so far;
 - `compactions.jsonl`: one `CompactionRecord` per compaction;
+- `scenarios.jsonl`: each scenario's turns as text (what the report's fact explorer shows);
 - `cases.jsonl`: finished cases (what `--resume` skips); `manifest.json`: the `Manifest`.
 
 Lines are appended and synced before a case is marked finished, so a resumed run drops the lines
@@ -21,7 +22,7 @@ import fcntl
 import json
 import os
 import socket
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ class ProbeRecord(CaseRow):
 
     fact: str
     kind: str
+    question: str | None = None  # the probe as asked
     planted_turn: int
     changed_turn: int  # the turn that set the value probed (the planting turn unless superseded)
     superseded: bool
@@ -254,6 +256,11 @@ class RunFolder:
         _rewrite(self.cases, [{"case": c} for c in sorted(done)])
         return done
 
+    def write_scenarios(self, turns: dict[str, list[str]]) -> None:
+        """Each scenario's turns as text, for reports that show where a fact was planted."""
+        write_atomic(self.path / "scenarios.jsonl", "".join(
+            json.dumps({"scenario": s, "turns": texts}, ensure_ascii=False) + "\n" for s, texts in turns.items()))
+
     def write_case(self, case_id: str, records: list[ProbeRecord], compactions: list[CompactionRecord],
                    retention: list[RetentionRecord]) -> None:
         for path, rows in ((self.records, records), (self.compactions, compactions), (self.retention, retention)):
@@ -359,6 +366,7 @@ class Run:
     compactions: pd.DataFrame
     retention: pd.DataFrame
     about: Manifest
+    turns: dict[str, list[str]] = field(default_factory=dict)  # per scenario; empty for older runs
 
     def rows(self, metric: str) -> pd.DataFrame:
         """The rows a metric is computed from: retention rows, or probe records for recall."""
@@ -379,4 +387,7 @@ class Run:
 
 
 def load_run(run_dir: str | Path) -> Run:
-    return Run(load_records(run_dir), load_compactions(run_dir), load_retention(run_dir), load_manifest(run_dir))
+    turns = {row["scenario"]: row["turns"] for row in read_jsonl(Path(run_dir) / "scenarios.jsonl")
+             if isinstance(row, dict) and isinstance(row.get("turns"), list)}
+    return Run(load_records(run_dir), load_compactions(run_dir), load_retention(run_dir), load_manifest(run_dir),
+               turns)

@@ -24,6 +24,7 @@ import pandas as pd
 
 from .compaction import strategy_spec
 from .compare import Comparison, pair_units, recall_units, retention_units, sensitivity
+from .explorer import explorer_data, explorer_html
 from .records import CEILING, CONTROLS, METRICS, NO_HISTORY, Run, budget_order, load_run, prompted, summaries
 from .render import html_table, markdown_table, plural
 from .stats import Rate, minimum_detectable_drop, rate
@@ -489,19 +490,17 @@ def html_report(run_dir: str | Path) -> str:
 def _html(run: Run) -> str:
     e = html.escape
     name = e(run.about.name)
-    sections = [f"<h1>Compaction recall: {name}</h1>", f"<p>{e(_headline(run))}</p>"]
+    sections = [f"<h1>Compaction recall: {name}</h1>", *(f"<p>{e(line)}</p>" for line in _headline(run).splitlines())]
     for table, data in tables(run):
-        sections += [f"<h2>{e(table.title)}</h2>", html_table(data)]
+        sections += [f"<h2>{e(table.title)}</h2>", f'<div class="wide">{html_table(data)}</div>']
         if table.plot and (figure := table.plot(run)) is not None:
             sections.append(f'<img alt="{e(table.title)}" src="data:image/png;base64,{_png(figure)}">')
-    df = run.records
-    if not df.empty:  # a run without probes has no answers to list
-        misses = df[~df["verdict"].isin(["recalled"])][["case", "fact", "expected", "verdict", "location", "answer"]]
-        sections += [f"<h2>Facts not recalled ({len(misses)})</h2>", html_table(misses.fillna("").head(200))]
+    if not run.records.empty:  # a run without probes has no answers to explore
+        sections.append(explorer_html(explorer_data(run.records, run.compactions, run.retention, run.turns)))
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table.t{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
              "table.t td,table.t th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
-             "img{max-width:100%}")
+             "img{max-width:100%}p{overflow-wrap:anywhere}.wide{overflow-x:auto}")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{name} report</title>"
             f"<style>{style}</style></head><body>{''.join(sections)}</body></html>")
 

@@ -273,7 +273,8 @@ class CaseRunner:
         """The probe record of one answer (or of the error that replaced it): where the fact was
         at probe time, the verdict, and the judge's word on a `forgot`."""
         expected = fact.target.expected
-        record = ProbeRecord(**asdict(played.row), fact=fact.fact_id, kind=fact.kind, planted_turn=fact.planted_turn,
+        record = ProbeRecord(**asdict(played.row), fact=fact.fact_id, kind=fact.kind, question=fact.question,
+                             planted_turn=fact.planted_turn,
                              changed_turn=fact.changed_turn, superseded=fact.changed_turn != fact.planted_turn,
                              literal=fact.literal, expected=expected and expected.answer, verdict="error",
                              error=error)
@@ -356,6 +357,7 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
         about = _resumed(folder, manifest(ev, client, judge)) if resume else manifest(ev, client, judge)
         about.started = about.started or _now()
         about.write(folder.path)  # resumable at once
+        folder.write_scenarios({s.id: [turn.text() for turn in s.turns] for s in ev.scenarios})
         done = folder.finished_cases()
         if progress:
             print(f"run folder: {folder.path}", file=sys.stderr)

@@ -7,6 +7,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
+from browser import CHROMIUM, inspect_page
 from harness.agent import Agent
 from harness.cli import main
 from harness.compaction import ACKNOWLEDGEMENT, CompactionSettings, SUMMARY_PREFIX
@@ -179,3 +180,27 @@ def test_generated_facts_retention_and_the_no_history_control(tmp_path, capsys):
     assert all(isinstance(r["retained"], bool) and r["error"] is None for r in retention)
     guesses = [r for r in read_jsonl(run_dir / "records.jsonl") if r["strategy"] == "no-history"]
     assert len(guesses) == 8 and sum(r["verdict"] == "recalled" for r in guesses) <= 1
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: run scripts/install-chromium.sh")
+def test_the_report_of_a_real_run_in_headless_chromium(tmp_path, capsys):
+    """A real embedded run's HTML report: its plots decode, and the explorer, filtered to one fact,
+    shows the summary that fact passed through and the model's answer; a screenshot is kept."""
+    (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "evals/prompts/seed.txt").read_text())
+    (tmp_path / "tiny.yaml").write_text((DATA / "tiny.yaml").read_text())
+    (tmp_path / "e.yaml").write_text(
+        "name: page\nscenarios: [tiny.yaml]\nbudgets: [300]\nprompts: [seed.txt]\nstrategies: [summary, none]\n"
+        "summary_max_tokens: 96\nreply_max_tokens: 64\nprobe: {max_tokens: 32}\n")
+    assert main(["run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "results"), "--quiet"]) == 0
+    (run_dir,) = (tmp_path / "results" / "runs").iterdir()
+    assert main(["report", str(run_dir)]) == 0
+    capsys.readouterr()
+    record = next(r for r in read_jsonl(run_dir / "records.jsonl") if r["strategy"] == "summary")
+    passed_through = [c["summary"] for c in read_jsonl(run_dir / "compactions.jsonl") if c["case"] == record["case"]
+                      and c["summary"] and c["first_verbatim_turn"] > record["changed_turn"]]
+    shot = tmp_path / "explorer.png"
+    found = inspect_page(run_dir / "report" / "report.html", tmp_path, fact=record["fact"], screenshot=shot)
+    assert found["images"] and set(found["images"]) == {"ok"}
+    assert found["shown"].startswith("2 probes match")  # the fact under summary and under the ceiling
+    assert passed_through and found["summaries"] == passed_through and record["answer"] in found["opened"]
+    assert shot.stat().st_size > 10_000  # a rendered page, not a blank one

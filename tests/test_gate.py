@@ -2,7 +2,6 @@
 
 import json
 import random
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -16,6 +15,7 @@ from harness.compare import pair
 from harness.records import load_records
 from harness.report import html_report, markdown_report, write_report
 from harness.stats import wilson
+from browser import CHROMIUM, inspect_page
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf:98362432"
 
@@ -141,14 +141,11 @@ def test_reports_escape_model_text(tmp_path):
     run = make_run(tmp_path / "run", {k: k[1] == "f0" for k in facts(2, 2)})
     (run / "compactions.jsonl").write_text("")
     page = html_report(run)
-    assert "<script>alert" not in page and "&lt;script&gt;alert" in page
+    assert "<script>alert" not in page and "\\u003cscript>alert" in page  # escaped in the explorer data
     assert "| summary: seed |" in markdown_report(run)
     paths = write_report(run)
     assert {p.name for p in paths.values()} == {"report.md", "records.csv", "report.html"}
     assert len(pd.read_csv(paths["csv"])) == 8
-
-
-CHROMIUM = shutil.which("chromium")
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: run scripts/install-chromium.sh")
@@ -157,21 +154,16 @@ def test_html_report_renders_its_plots_in_headless_chromium(tmp_path):
     (run / "compactions.jsonl").write_text(json.dumps({"strategy": "summary", "prompt": "seed", "summary": "s",
                                                         "size_before": 100, "size_after": 40,
                                                         "output_tokens": 20, "latency_s": 1.0}) + "\n")
-    page = write_report(run)["html"]
-    # A copy with a probe that, once the page has loaded, records whether every image decoded.
-    probe = tmp_path / "probe.html"
-    probe.write_text(page.read_text().replace("</body>", (
-        "<script>window.addEventListener('load', () => { document.body.dataset.images = "
-        "[...document.images].map(i => i.complete && i.naturalWidth > 0 ? 'ok' : 'broken').join(','); });"
-        "</script></body>")))
-    result = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
-        capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    images = result.stdout.split('data-images="')[1].split('"')[0].split(",")
-    assert len(images) == 5 and set(images) == {"ok"}
+    found = inspect_page(write_report(run)["html"], tmp_path)
+    assert len(found["images"]) == 5 and set(found["images"]) == {"ok"}
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: run scripts/install-chromium.sh")
+def test_model_text_stays_text_inside_the_explorer(tmp_path):
+    run = make_run(tmp_path / "run", {k: False for k in facts(2, 2)})  # answers are "<script>alert(i)</script>"
+    found = inspect_page(write_report(run)["html"], tmp_path, fact="f0")
+    assert "<script>alert(" in found["opened"]  # shown as the model wrote it...
+    assert found["scripts"] == 3  # ...and never run: the explorer's data, its code and the probe
 
 
 def make_retention_run(folder: Path, retained: dict, prompts=("seed",), control=None, summary_tokens=100,
