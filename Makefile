@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/harness run evals/smoke.yaml
+	$(BIN)/harness run evals/smoke.yaml --report
 
 test: $(STAMP)
 	$(BIN)/pytest -q

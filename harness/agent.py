@@ -4,13 +4,16 @@ compaction at the top of every user turn (seed agent-010)."""
 from __future__ import annotations
 
 import ast
+import contextlib
+import itertools
 import operator
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
 from .client import Usage, usage_of
-from .compaction import CompactionEvent, CompactionSettings, Message, Strategy, compact
+from .compaction import CompactionEvent, CompactionSettings, Message, Strategy, compact, measure
 
 AGENT_SYSTEM = "You are a helpful assistant. Answer briefly and use the conversation so far."
 MAX_TOOL_ROUNDS = 8  # a model that keeps calling tools is stopped, not looped forever
@@ -85,6 +88,7 @@ class Agent:
     messages: list[Message] = field(default_factory=list)
     events: list[CompactionEvent] = field(default_factory=list)
     usage: list[Usage] = field(default_factory=list)  # of each reply call
+    stop_reason: str | None = None  # of the last reply: "max_tokens" means it was cut at the limit
 
     def compact(self) -> None:
         """Run compaction as the seed does: only between user turns."""
@@ -109,6 +113,7 @@ class Agent:
         """Add the model's response to the history and run the tools it calls: its text when it
         stopped, None when it called tools and must be asked again (`request`)."""
         self.usage.append(usage_of(response))
+        self.stop_reason = response.get("stop_reason")
         content = _assistant_blocks(response.get("content", []))
         self.messages.append({"role": "assistant", "content": content})
         tool_uses = [b for b in content if b["type"] == "tool_use"]
@@ -159,8 +164,35 @@ CHAT_TOOLS = ToolRegistry([Tool(
     calculate)])
 
 
-def chat(agent: Agent, input_stream: TextIO | None = None) -> None:
-    """The seed's outer loop: read a line, answer it, until end of input or 'quit'."""
+@contextlib.contextmanager
+def waiting(out: TextIO, what: str):
+    """A spinner on a terminal while the model works (nothing when output is not a terminal)."""
+    if not out.isatty():
+        yield
+        return
+    done = threading.Event()
+
+    def spin() -> None:
+        for frame in itertools.cycle("|/-\\"):
+            if done.wait(0.15):
+                break
+            out.write(f"\r{frame} {what}")
+            out.flush()
+        out.write("\r" + " " * (len(what) + 2) + "\r")
+        out.flush()
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def chat(agent: Agent, input_stream: TextIO | None = None, show_summaries: bool = True) -> None:
+    """The seed's outer loop: read a line, answer it, until end of input or 'quit'. Shows what
+    compaction did (each new summary, unless `show_summaries` is off), the history's size against
+    the budget after every turn, and marks replies cut at the token limit."""
     out, input_stream = agent.output_stream, input_stream or sys.stdin
     while True:
         out.write("you> ")
@@ -168,5 +200,19 @@ def chat(agent: Agent, input_stream: TextIO | None = None) -> None:
         line = input_stream.readline()
         if not line or line.strip() in {"quit", "exit"}:
             return
-        if line.strip():
-            out.write(f"agent> {agent.ask(line.strip())}\n")
+        if not line.strip():
+            continue
+        seen = len(agent.events)
+        with waiting(out, "compacting"):
+            agent.compact()
+        for event in agent.events[seen:]:
+            if show_summaries and event.summary:
+                out.write(f"[summary] {event.summary}\n")
+        agent.messages.append({"role": "user", "content": line.strip()})
+        with waiting(out, "thinking"):
+            reply = agent.respond()
+        cut = " [cut at the token limit]" if agent.stop_reason == "max_tokens" else ""
+        out.write(f"agent> {reply}{cut}\n")
+        size = measure(agent.messages, agent.client, agent.settings.unit)
+        out.write(f"[history {size:,}/{agent.context_limit:,} {agent.settings.unit}]\n"
+                  if agent.context_limit else f"[history {size:,} {agent.settings.unit}]\n")

@@ -78,10 +78,15 @@ def _run(args: argparse.Namespace, control: bool = True):
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .records import load_run
-    from .report import text_report
+    from .report import text_report, write_report
 
     ev, run_dir = _run(args)
     print(text_report(run_dir))
+    if args.report:
+        for kind, path in write_report(run_dir).items():
+            print(f"{kind}: {path}")
+    else:
+        print(f"Plots and the fact explorer: harness report {run_dir} (writes {run_dir}/report/report.html)")
     failed, observed = load_run(run_dir).errors()
     limit = ev.spec.gate.max_error_rate
     if observed and failed / observed > limit:
@@ -107,6 +112,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         df = df[df["strategy"] == args.strategy]
         return df[df["prompt"] == prompts[0]] if by_prompt and not df.empty else df
 
+    for run, flag, named in ((run_a, "--a", args.a), (run_b, "--b", args.b)):
+        if named and named[0] not in (existing := run.prompts(args.strategy)):
+            raise InputError(flag, f"no prompt {named[0]!r} with strategy {args.strategy} in this run (it has: "
+                                   f"{', '.join(existing) or 'none'})")
     prompts_a, prompts_b = args.a or run_a.prompts(args.strategy), args.b or run_b.prompts(args.strategy)
     if by_prompt and (len(prompts_a) != 1 or len(prompts_b) != 1):
         raise InputError(args.run_a, f"each side needs one prompt (A has {', '.join(prompts_a)}; "
@@ -180,7 +189,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
                                   layout=default_summary_layout(args.model, args.base_url))
     print(f"Chatting with {client.identity}; compaction above {args.budget} {args.unit}. "
           "Type 'quit' or Ctrl-D to leave.")
-    chat(Agent(client, CHAT_TOOLS, args.budget, settings=settings))
+    chat(Agent(client, CHAT_TOOLS, args.budget, settings=settings), show_summaries=not args.hide_summaries)
     return EXIT_OK
 
 
@@ -253,24 +262,48 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from .run import plan_cases, probed_facts
     from .scenario import load_scenario, probes
 
-    for path in args.files:
-        data = load_yaml(path).data
-        if isinstance(data, dict) and "turns" not in data and "budgets" in data:
-            ev = load_eval(path)
-            cases, facts = plan_cases(ev), probed_facts(ev)
-            probed = sum(len(facts[c.scenario]) for c in cases) if ev.spec.probes else 0
-            print(f"{path}: ok ({plural(len(ev.scenarios), 'scenario')}, {plural(len(ev.prompts), 'prompt')}; "
-                  f"a run plays {plural(len(cases), 'case')} and asks {plural(probed, 'probe')})")
-            print(_power_line(ev, Path(args.results)))
-        else:
-            scenario = load_scenario(path)
-            print(f"{path}: ok ({len(scenario.turns)} turns, {len(probes(scenario))} facts)")
+    failed = 0
+    for path in args.files:  # every file, and every independent error of each
+        try:
+            data = load_yaml(path).data
+            if isinstance(data, dict) and "turns" not in data and "budgets" in data:
+                ev = load_eval(path)
+                cases, facts = plan_cases(ev), probed_facts(ev)
+                probed = sum(len(facts[c.scenario]) for c in cases) if ev.spec.probes else 0
+                print(f"{path}: ok ({plural(len(ev.scenarios), 'scenario')}, {plural(len(ev.prompts), 'prompt')}; "
+                      f"a run plays {plural(len(cases), 'case')} and asks {plural(probed, 'probe')})")
+                print(_power_line(ev, Path(args.results)))
+            else:
+                scenario = load_scenario(path)
+                print(f"{path}: ok ({len(scenario.turns)} turns, {len(probes(scenario))} facts)")
+        except InputError as exc:
+            for error in (exc, *exc.others):
+                print(f"error: {error}", file=sys.stderr)
+            failed += 1
+    if failed and len(args.files) > 1:
+        print(f"{failed} of {len(args.files)} files have errors", file=sys.stderr)
+    return EXIT_ERROR if failed else EXIT_OK
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    from .report import run_index
+
+    index = run_index(Path(args.results) / "runs")
+    print(index.to_string() if len(index) else f"no runs in {Path(args.results) / 'runs'}")
     return EXIT_OK
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import text_report, write_report
 
+    if args.run_dir is None:  # no run named: the index of runs to choose from
+        return _cmd_runs(args)
+    if not (args.run_dir / "manifest.json").is_file():
+        runs = Path(args.results) / "runs"
+        folders = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime) if runs.is_dir() else []
+        known = [p.name for p in reversed(folders)][:8]
+        listing = f"recent runs in {runs}: {', '.join(known)}" if known else f"there are no runs in {runs}"
+        raise InputError(args.run_dir, f"not a run folder (no manifest.json); {listing}")
     print(text_report(args.run_dir))
     for kind, path in write_report(args.run_dir, args.out).items():
         print(f"{kind}: {path}")
@@ -301,6 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run an eval and print the results table")
     _run_flags(run)
+    run.add_argument("--report", action="store_true",
+                     help="also write report.md, records.csv and report.html (plots, fact explorer) into RUN_DIR/report")
     run.set_defaults(handler=_cmd_run)
 
     compare = commands.add_parser("compare", help="paired comparison of two runs, or of two prompts in one run")
@@ -340,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--keep-recent", type=_at_least(0), default=1, help="exchanges kept verbatim (default 1)")
     chat.add_argument("--summary-prompt", metavar="FILE", help="summary prompt file (default: the seed's)")
     chat.add_argument("--summary-max-tokens", type=_at_least(1), default=512)
+    chat.add_argument("--hide-summaries", action="store_true", help="do not print each new summary")
     chat.set_defaults(handler=_cmd_chat)
 
     importer = commands.add_parser("import", help="convert a public benchmark into scenario files")
@@ -374,9 +410,14 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(handler=_cmd_validate)
 
     report = commands.add_parser("report", help="print a run's tables; write markdown, CSV and HTML")
-    report.add_argument("run_dir", type=Path)
+    report.add_argument("run_dir", type=Path, nargs="?", help="a run folder (none: list the runs)")
+    report.add_argument("--results", default="results", help="where runs/ lives (to list runs)")
     report.add_argument("--out", type=Path, help="where to write (default: RUN_DIR/report)")
     report.set_defaults(handler=_cmd_report)
+
+    runs = commands.add_parser("runs", help="list the runs in results/runs: eval, model, date, status, best variant")
+    runs.add_argument("--results", default="results")
+    runs.set_defaults(handler=_cmd_runs)
     return parser
 
 

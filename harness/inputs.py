@@ -25,6 +25,7 @@ class InputError(Exception):
 
     def __init__(self, path: str | Path, message: str, line: int | None = None, field: str = ""):
         self.path, self.line, self.field, self.message = str(path), line, field, message
+        self.others: list[InputError] = []  # further independent errors of the same file
         where = self.path if line is None else f"{self.path}:{line}"
         super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
 
@@ -54,8 +55,13 @@ class LocatedYaml:
             return model.model_validate(data)
         except ValidationError as exc:
             # An unknown key is usually a typo of a missing one: report the typo first.
-            first = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-            raise self.error(loc + tuple(first["loc"]), describe_error(first)) from None
+            errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+            typos = {e["loc"][:-1] for e in errors if e["type"] == "extra_forbidden"}
+            # A missing key beside an unknown one is the same typo: say it once.
+            errors = [e for e in errors if not (e["type"] == "missing" and e["loc"][:-1] in typos)]
+            first, *others = [self.error(loc + tuple(e["loc"]), describe_error(e)) for e in errors]
+            first.others = others
+            raise first from None
 
 
 def format_loc(loc: Loc) -> str:

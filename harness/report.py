@@ -26,6 +26,7 @@ from .compaction import strategy_spec
 from .compare import Comparison, pair_units, recall_units, retention_units, sensitivity
 from .explorer import explorer_data, explorer_html
 from .records import CEILING, CONTROLS, METRICS, NO_HISTORY, Run, budget_order, load_run, prompted, summaries
+from .inputs import InputError
 from .render import html_table, markdown_table, plural
 from .stats import Rate, minimum_detectable_drop, rate
 
@@ -503,6 +504,28 @@ def _html(run: Run) -> str:
              "img{max-width:100%}p{overflow-wrap:anywhere}.wide{overflow-x:auto}")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{name} report</title>"
             f"<style>{style}</style></head><body>{''.join(sections)}</body></html>")
+
+
+def run_index(runs: Path) -> pd.DataFrame:
+    """One row per run folder, newest first: eval, model, when, status, size, and its best variant."""
+    rows = {}
+    for folder in sorted((p for p in runs.iterdir() if p.is_dir()), reverse=True) if runs.is_dir() else []:
+        try:
+            run = load_run(folder)
+        except (InputError, FileNotFoundError) as exc:
+            rows[folder.name] = {"eval": "?", "status": f"unreadable: {exc}"}
+            continue
+        metric = "recall" if not run.records.empty else "retention"
+        units = {v: u["value"].mean() for v, u in _units(run, metric).items() if v not in CONTROLS and len(u)}
+        best = max(units, key=units.get) if units else None
+        rows[folder.name] = {
+            "eval": run.about.name, "model": run.about.model.split(":")[0], "started": run.about.started or "",
+            "status": "unfinished" if run.about.unfinished else "finished",
+            "probes": len(run.records), "retention checks": len(run.retention),
+            "best": f"{best} {metric} {units[best]:.0%}" if best else "",
+            "size": f"{sum(f.stat().st_size for f in folder.rglob('*') if f.is_file()) / 1e6:.1f} MB"}
+    index = pd.DataFrame.from_dict(rows, orient="index").fillna("")
+    return index.sort_values("started", ascending=False) if "started" in index else index
 
 
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> dict[str, Path]:

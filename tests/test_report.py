@@ -5,6 +5,7 @@ import json
 import random
 from pathlib import Path
 
+from harness.cli import main
 from harness.records import load_run
 from harness.report import best_variant, comparison_table, text_report
 
@@ -51,3 +52,35 @@ def test_a_near_tie_is_reported_as_noise_with_the_detectable_difference(tmp_path
 def test_too_few_scenarios_say_so(tmp_path):
     run_dir = crafted_run(tmp_path / "a", {"one": 0.9, "two": 0.1}, scenarios=3)
     assert "too few scenarios (under 5) to tell a difference from noise" in text_report(run_dir)
+
+
+def test_runs_are_listed_and_an_unknown_run_names_the_known_ones(tmp_path, capsys):
+    runs = tmp_path / "results" / "runs"
+    crafted_run(runs / "e-20261201-100000", {"one": 0.9, "two": 0.1})
+    assert main(["runs", "--results", str(tmp_path / "results")]) == 0
+    listing = capsys.readouterr().out
+    assert "e-20261201-100000" in listing and "crafted" in listing and "summary: one recall" in listing
+    assert main(["report", "--results", str(tmp_path / "results")]) == 0  # no run named: the same index
+    assert "e-20261201-100000" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "typo"), "--results", str(tmp_path / "results")]) == 1
+    assert "recent runs in" in (err := capsys.readouterr().err) and "e-20261201-100000" in err
+
+
+def test_compare_refuses_a_prompt_the_run_does_not_have(tmp_path, capsys):
+    run = crafted_run(tmp_path / "a", {"facts-first": 0.5, "seed": 0.5})
+    assert main(["compare", str(run), "--a", "seed", "--b", "fact-first"]) == 1
+    assert "no prompt 'fact-first' with strategy summary in this run (it has: facts-first, seed)" in \
+        capsys.readouterr().err
+
+
+def test_validate_reports_every_error_of_every_file(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("id: s\ndescription: d\nturns:\n  - user: hi\n    facts:\n      - id: a\n        kind: number\n"
+                   "        answer: '1'\n        tolerance: -1\n  - user: ''\n")
+    good = Path(__file__).parent / "data" / "tiny.yaml"
+    assert main(["validate", str(bad), str(good), str(tmp_path / "missing.yaml")]) == 1
+    captured = capsys.readouterr()
+    assert f"{good}: ok" in captured.out
+    err = captured.err.splitlines()
+    assert sum(str(bad) in line for line in err) == 3  # tolerance, the missing probe, the empty user line
+    assert any("missing.yaml: file not found" in line for line in err) and err[-1] == "2 of 3 files have errors"
