@@ -97,8 +97,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .compaction import strategy_spec
-    from .compare import describe, pair, pair_retention
+    from .compare import PAIR_KEY, VARIANT_KEY, describe, pair_units, recall_units, retention_units
     from .records import METRICS, load_run
 
     run_a = load_run(args.run_a)
@@ -106,26 +105,48 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.run_b is None and not (args.a and args.b):
         raise InputError(args.run_a, "to compare prompts within one run, name them with --a and --b")
 
-    by_prompt = strategy_spec(args.strategy).uses_prompt
+    def resolve(run, flag: str, named: list[str] | None) -> tuple[str, str | None]:
+        """A side as (strategy, prompt): `--a seed` (a prompt of --strategy), `--a truncate` or
+        `--a mymodule:compact` (a strategy), `--a summary:seed` or `--a mymodule:compact:seed`."""
+        strategies = set(run.records["strategy"]) | set(run.retention["strategy"])
+        spec = named[0] if named else None
+        strategy, prompt = (args.strategy, spec)
+        if spec in strategies:
+            strategy, prompt = spec, None
+        elif spec and spec.rpartition(":")[0] in strategies:
+            strategy, _, prompt = spec.rpartition(":")
+        if strategy not in strategies:
+            raise InputError(flag, f"no strategy {strategy!r} in this run (it has: {', '.join(sorted(strategies))})")
+        existing = run.prompts(strategy)
+        if not existing:  # a strategy without prompts
+            return strategy, None
+        if prompt is None and len(existing) == 1:
+            prompt = existing[0]
+        if prompt not in existing:
+            raise InputError(flag if spec else args.run_a, (
+                f"no prompt {prompt!r} with strategy {strategy} in this run" if prompt else
+                f"strategy {strategy} ran with several prompts; name one") + f" (it has: {', '.join(existing)})")
+        return strategy, prompt
 
-    def side(df, prompts):  # one strategy, and for one that takes a prompt, one prompt
-        df = df[df["strategy"] == args.strategy]
-        return df[df["prompt"] == prompts[0]] if by_prompt and not df.empty else df
+    (strategy_a, prompt_a), (strategy_b, prompt_b) = resolve(run_a, "--a", args.a), resolve(run_b, "--b", args.b)
 
-    for run, flag, named in ((run_a, "--a", args.a), (run_b, "--b", args.b)):
-        if named and named[0] not in (existing := run.prompts(args.strategy)):
-            raise InputError(flag, f"no prompt {named[0]!r} with strategy {args.strategy} in this run (it has: "
-                                   f"{', '.join(existing) or 'none'})")
-    prompts_a, prompts_b = args.a or run_a.prompts(args.strategy), args.b or run_b.prompts(args.strategy)
-    if by_prompt and (len(prompts_a) != 1 or len(prompts_b) != 1):
-        raise InputError(args.run_a, f"each side needs one prompt (A has {', '.join(prompts_a)}; "
-                                     f"B has {', '.join(prompts_b)}): choose with --a and --b")
-    label_a = f"A:{prompts_a[0]}" if by_prompt else "A"
-    label_b = f"B:{prompts_b[0]}" if by_prompt else "B"
-    pairing = {"retention": pair_retention, "recall": pair}
+    def label(side: str, strategy: str, prompt: str | None) -> str:
+        name = prompt if strategy == args.strategy else f"{strategy}:{prompt}" if prompt else strategy
+        return f"{side}:{name}" if name and name != args.strategy else side
+
+    def rows(run, metric: str, strategy: str, prompt: str | None):
+        data = run.rows(metric)
+        data = data[data["strategy"] == strategy]
+        return data[data["prompt"] == prompt] if prompt is not None else data
+
+    # Within one strategy units pair on the strategy too; across strategies on fact and budget.
+    key = PAIR_KEY if strategy_a == strategy_b else VARIANT_KEY
+    units = {"retention": retention_units, "recall": recall_units}
     print("\n\n".join(
-        describe(pairing[metric](side(run_a.rows(metric), prompts_a), side(run_b.rows(metric), prompts_b),
-                                 label_a, label_b), flips=args.flips)
+        describe(pair_units(units[metric](rows(run_a, metric, strategy_a, prompt_a)),
+                            units[metric](rows(run_b, metric, strategy_b, prompt_b)),
+                            label("A", strategy_a, prompt_a), label("B", strategy_b, prompt_b), metric, key),
+                 flips=args.flips)
         for metric in METRICS if not run_a.rows(metric).empty and not run_b.rows(metric).empty))
     return EXIT_OK
 
@@ -341,8 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser("compare", help="paired comparison of two runs, or of two prompts in one run")
     compare.add_argument("run_a", type=Path)
     compare.add_argument("run_b", type=Path, nargs="?", help="omit to compare prompts within RUN_A")
-    compare.add_argument("--a", action="append", metavar="PROMPT", help="prompt id on side A")
-    compare.add_argument("--b", action="append", metavar="PROMPT", help="prompt id on side B")
+    compare.add_argument("--a", action="append", metavar="VARIANT",
+                         help="side A: a prompt id of --strategy, a strategy, or strategy:prompt (summary:seed)")
+    compare.add_argument("--b", action="append", metavar="VARIANT", help="side B, as --a")
     compare.add_argument("--strategy", default="summary", help="which strategy's records to pair (default summary)")
     compare.add_argument("--flips", type=_at_least(0), default=20, help="flipped facts listed each way (default 20)")
     compare.set_defaults(handler=_cmd_compare)

@@ -9,10 +9,11 @@ history as a user turn plus a one-line assistant acknowledgement, so roles keep 
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, TextIO
 
-from .client import Usage, usage_of
+from .client import ModelError, Usage, usage_of
 
 Message = dict[str, Any]
 
@@ -36,10 +37,18 @@ class CompactionSettings:
     # Where the summary prompt goes: "system" (the seed's: prompt as system, transcript as the user
     # turn) or "transcript-first" (one user turn: the delimited transcript, then the prompt).
     layout: Literal["system", "transcript-first"] = "system"
+    prompt_id: str | None = None  # the summary prompt's id, for strategies that report it
 
 
 class TranscriptTooLarge(Exception):
     """One exchange alone is longer than the transcript limit: it cannot be summarised."""
+
+
+class StrategyError(Exception):
+    """A custom strategy raised or returned something that is not a history: the case is an error."""
+
+
+RECORDED_BY_CALLER = (ModelError, TranscriptTooLarge)  # already errors the runner records as they are
 
 
 @dataclass
@@ -56,8 +65,9 @@ class CompactionEvent:
     output_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = False
-    chunks: int = 0  # summary requests this compaction made (more than one: folded in chunks)
+    chunks: int = 0  # model requests this compaction made (summary: more than one when folded in chunks)
     error: str | None = None  # set when the compaction was skipped; the history is unchanged
+    replaced_with: int = 0  # new messages put in place of the folded ones (0: dropped outright)
 
 
 def render_message(message: Message) -> str:
@@ -88,11 +98,6 @@ def history_size(messages: list[Message]) -> int:
 
 def exchange_starts(messages: list[Message]) -> list[int]:
     return [i for i, m in enumerate(messages) if m["role"] == "user" and isinstance(m["content"], str)]
-
-
-def is_summary(message: Message) -> bool:
-    return message["role"] == "user" and isinstance(message["content"], str) \
-        and message["content"].startswith(SUMMARY_PREFIX)
 
 
 def measure(messages: list[Message], client: Any, unit: str) -> int:
@@ -173,6 +178,7 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
             {"role": "assistant", "content": ACKNOWLEDGEMENT},
         ] + messages[split:]
         event.summary, event.size_after = summary, measure(messages, client, settings.unit)
+        event.replaced_with = 2
         output_stream.write(f"[compact] folded {split} messages into a summary\n")
     if events is not None:
         events.append(event)
@@ -199,19 +205,73 @@ def truncate(messages: list[Message], client: Any, output_stream: TextIO, contex
 Strategy = Callable[[list[Message], Any, TextIO, int, CompactionSettings, list[CompactionEvent]], list[Message]]
 
 
-def from_seed_signature(name: str, function: Callable[[list[Message], Any, TextIO, int], list[Message]]) -> Strategy:
-    """Adapt a user's compaction function with the seed's signature
-    `(messages, client, output_stream, context_limit) -> messages`, recording what it did."""
+class Metered:
+    """The model client a custom strategy gets: every call's usage, latency and cache hits are
+    added to the compaction's record, through the run's cache and call counts."""
+
+    def __init__(self, client: Any):
+        self.client, self.usage, self.requests = client, Usage(), 0
+
+    def create(self, **request: Any) -> dict[str, Any]:
+        response = self.client.create(**request)
+        self.usage += usage_of(response)
+        self.requests += 1
+        return response
+
+    def __getattr__(self, name: str) -> Any:  # count_tokens, identity, sampling
+        return getattr(self.client, name)
+
+
+@dataclass(frozen=True)
+class StrategyContext:
+    """What a custom strategy of the form `(messages, context) -> messages` receives."""
+
+    client: Metered  # `create(**messages_request)` and `count_tokens(messages=...)`, metered
+    settings: CompactionSettings  # unit, keep_recent, summary limits, layout, summary_prompt and prompt_id
+    context_limit: int  # the budget, in `settings.unit`
+    output_stream: TextIO
+
+    def size(self, messages: list[Message]) -> int:
+        """A history's size in the budget's unit (characters, or tokens counted by the model)."""
+        return measure(messages, self.client, self.settings.unit)
+
+
+def _text(message: Message) -> str:
+    content = message["content"]
+    return content if isinstance(content, str) else "\n".join(
+        b.get("text", "") if b.get("type") == "text" else tool_result_text(b) if b.get("type") == "tool_result" else ""
+        for b in content)
+
+
+def custom_compaction(name: str, function: Callable, contextual: bool) -> Strategy:
+    """Run a user's compaction function and record what it did: whatever new messages it put in
+    place of the folded ones is its summary, whatever wording it uses; its model calls are metered.
+    `contextual`: the function takes `(messages, context)`; otherwise the seed's signature
+    `(messages, client, output_stream, context_limit)`. Any exception it raises fails the case."""
     def strategy(messages, client, output_stream, context_limit, settings, events):
-        result = function(list(messages), client, output_stream, context_limit)
+        metered = Metered(client)
+        try:
+            result = (function(list(messages), StrategyContext(metered, settings, context_limit, output_stream))
+                      if contextual else function(list(messages), metered, output_stream, context_limit))
+        except RECORDED_BY_CALLER:
+            raise
+        except Exception as exc:
+            raise StrategyError(f"strategy {name} raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(result, list) or not all(isinstance(m, dict) and "role" in m and "content" in m
+                                                   for m in result):
+            raise StrategyError(f"strategy {name} returned {type(result).__name__}, not a list of messages")
         kept = 0  # how many trailing messages survived verbatim
         while kept < min(len(messages), len(result)) and result[-1 - kept] == messages[-1 - kept]:
             kept += 1
         if kept < len(messages) or len(result) != len(messages):
-            summary = next((m["content"] for m in result[:len(result) - kept] if is_summary(m)), None)
+            new = result[:len(result) - kept]  # what now stands where the folded messages were
+            text = "\n".join(t for t in map(_text, new) if t.strip())
+            spent = metered.usage
             events.append(CompactionEvent(
                 name, len(messages) - kept, measure(messages, client, settings.unit),
-                measure(result, client, settings.unit), settings.unit, summary=summary))
+                measure(result, client, settings.unit), settings.unit, summary=text or None,
+                input_tokens=spent.input_tokens, output_tokens=spent.output_tokens, latency_s=spent.latency_s,
+                cached=metered.requests > 0 and spent.cached, chunks=metered.requests, replaced_with=len(new)))
         return result
     return strategy
 
@@ -244,9 +304,18 @@ STRATEGIES = {spec.name: spec for spec in (
 )}
 
 
-def custom_strategy(name: str, function: Callable[[list[Message], Any, TextIO, int], list[Message]]) -> StrategySpec:
-    """A user's `module:function` with the seed's signature: compacts at every budget, no prompt."""
-    return StrategySpec(name, from_seed_signature(name, function), uses_budget=True, uses_prompt=False)
+def is_contextual(function: Callable) -> bool:
+    """Whether a compaction function takes `(messages, context)` rather than the seed's four arguments."""
+    required = [p for p in inspect.signature(function).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(required) == 2
+
+
+def custom_strategy(name: str, function: Callable) -> StrategySpec:
+    """A user's `module:function`: compacts at every budget; it sweeps the eval's summary prompts
+    (receiving each as `context.settings.summary_prompt`) when it declares `uses_prompt = True`."""
+    return StrategySpec(name, custom_compaction(name, function, is_contextual(function)), uses_budget=True,
+                        uses_prompt=bool(getattr(function, "uses_prompt", False)))
 
 
 def strategy_spec(name: str) -> StrategySpec:

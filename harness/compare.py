@@ -20,6 +20,7 @@ import pandas as pd
 from .stats import PairedTest, paired_test
 
 PAIR_KEY = ["scenario", "fact", "budget", "strategy", "repeat"]
+VARIANT_KEY = ["scenario", "fact", "budget", "repeat"]  # two strategies' units of one fact at one budget
 def recall_units(records: pd.DataFrame) -> pd.DataFrame:
     """One unit per scored probe record: value 1 when recalled."""
     scored = records[records["verdict"] != "error"]

@@ -10,13 +10,15 @@ import importlib
 import inspect
 import re
 import sys
+import types
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from .compaction import STRATEGIES, StrategySpec, custom_strategy
+from .compaction import STRATEGIES, StrategySpec, custom_strategy, is_contextual
 from .inputs import InputError, load_yaml
 from .models import default_summary_layout
 from .scenario import Scenario, load_scenario
@@ -157,6 +159,7 @@ def _read_prompt(name: str, base: Path, origin: Path, line: int | None, field: s
 
 
 SEED_PARAMETERS = ("messages", "client", "output_stream", "context_limit")
+CONTEXT_PARAMETERS = ("messages", "context")
 
 
 def _import_strategy(name: str, origin: Path, line: int | None, field: str) -> Callable:
@@ -177,11 +180,29 @@ def _import_strategy(name: str, origin: Path, line: int | None, field: str) -> C
     if not callable(function):
         raise InputError(origin, f"strategy {name!r} is not a function", line, field)
     try:
-        inspect.signature(function).bind(*SEED_PARAMETERS)
+        inspect.signature(function).bind(*(CONTEXT_PARAMETERS if is_contextual(function) else SEED_PARAMETERS))
     except (TypeError, ValueError) as exc:
         raise InputError(origin, f"strategy {name!r} is not a compaction function ({exc}): it must take "
-                                 f"({', '.join(SEED_PARAMETERS)}) and return the new messages", line, field) from None
+                                 f"({', '.join(CONTEXT_PARAMETERS)}) or ({', '.join(SEED_PARAMETERS)}) and return "
+                                 "the new messages", line, field) from None
     return function
+
+
+def provenance(function: Callable) -> dict[str, Any]:
+    """Where a custom strategy came from, for the manifest: its module's file and source hash, and
+    the versions of the installed packages the module uses."""
+    module = inspect.getmodule(function)
+    path = Path(getattr(module, "__file__", "") or "")
+    used = {(value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None) or "")
+            .split(".")[0] for value in vars(module).values()} if module else set()
+    distributions = metadata.packages_distributions()
+    versions = {}
+    for package in sorted(used & set(distributions)):
+        for distribution in distributions[package]:
+            versions[distribution] = metadata.version(distribution)
+    return {"module": module.__name__ if module else None, "path": str(path) if path.is_file() else None,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None,
+            "packages": versions}
 
 
 def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str | None = None,

@@ -145,6 +145,7 @@ class Manifest(BaseModel):
     sampling: dict[str, Any] | None = None
     judge: str | None = None
     versions: dict[str, str] = {}
+    strategies: dict[str, dict[str, Any]] = {}  # custom ones: module, path, sha256, the packages it uses
     started: str | None = None
     finished: str | None = None
     model_calls: int | None = None  # requests really sent (not cached), over every process that ran it
@@ -329,8 +330,9 @@ def load_compactions(run_dir: str | Path) -> pd.DataFrame:
 
 
 def prompted(rows: pd.DataFrame) -> pd.DataFrame:
-    """Rows of the strategies that take a summary prompt: where prompts are compared."""
-    return rows[[strategy_spec(s).uses_prompt for s in rows["strategy"]]] if not rows.empty else rows
+    """Rows of the strategies that take a summary prompt (built-in or custom: their rows carry
+    one): where prompts are compared."""
+    return rows[rows["prompt"].notna()] if not rows.empty else rows
 
 
 def summaries(compactions: pd.DataFrame) -> pd.DataFrame:

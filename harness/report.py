@@ -23,7 +23,7 @@ from typing import Callable
 import pandas as pd
 
 from .compaction import strategy_spec
-from .compare import Comparison, pair_units, recall_units, retention_units, sensitivity
+from .compare import VARIANT_KEY, Comparison, pair_units, recall_units, retention_units, sensitivity
 from .explorer import explorer_data, explorer_html
 from .records import CEILING, CONTROLS, METRICS, NO_HISTORY, Run, budget_order, load_run, prompted, summaries
 from .inputs import InputError
@@ -165,6 +165,8 @@ def where_lost(df: pd.DataFrame) -> pd.DataFrame:
             "lost: not in summary": int((lost["location"] == "gone").sum()),
             "lost: in summary, not recalled": int((lost["location"] == "summary").sum()),
             "lost: still verbatim": int((lost["location"] == "verbatim").sum()),
+            **({"lost: summary not identified": int((lost["location"] == "unknown").sum())}
+               if (compacted["location"] == "unknown").any() else {}),
             "of lost: stale": int((lost["verdict"] == "stale").sum()),
             "of lost: abstained": int((lost["verdict"] == "abstained").sum()),
             "errors": int((group["verdict"] == "error").sum()),
@@ -199,7 +201,6 @@ def summary_costs(compactions: pd.DataFrame) -> pd.DataFrame:
 
 # --- paired comparisons -------------------------------------------------------------------
 
-VARIANT_KEY = ["scenario", "fact", "budget", "repeat"]  # two variants' units of one fact at one budget
 CEILING_KEY = ["scenario", "fact", "repeat"]  # the ceiling does not depend on the budget
 
 

@@ -26,9 +26,9 @@ from typing import Any
 from tqdm import tqdm
 
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
-from .compaction import (CompactionEvent, CompactionSettings, Message, TranscriptTooLarge, compact, exchange_starts,
-                         is_summary, measure)
-from .config import Eval, Prompt
+from .compaction import (CompactionEvent, CompactionSettings, Message, StrategyError, TranscriptTooLarge, compact,
+                         exchange_starts, measure)
+from .config import Eval, Prompt, provenance
 from .inputs import InputError
 from .client import ModelError, Usage
 from .records import (CaseRow, CompactionRecord, Manifest, ProbeRecord, PromptInfo, RetentionRecord, RunFolder,
@@ -36,8 +36,8 @@ from .records import (CaseRow, CompactionRecord, Manifest, ProbeRecord, PromptIn
 from .scenario import Probe, Scenario, probes
 from .score import JudgeError, ScoringError, judge_says_recalled, states, states_about, verdict
 
-# Failures of the model, its API, the judge, a regex or compaction: recorded as `error`, never scored as forgetting.
-RECORDED_ERRORS = (ModelError, JudgeError, ScoringError, TranscriptTooLarge)
+# Failures of the model, its API, the judge, a regex, a custom strategy or compaction: recorded as `error`, never scored as forgetting.
+RECORDED_ERRORS = (ModelError, JudgeError, ScoringError, StrategyError, TranscriptTooLarge)
 
 
 @dataclass(frozen=True)
@@ -89,10 +89,12 @@ def probed_facts(ev: Eval) -> dict[str, list[Probe]]:
     return {s.id: sampled_probes(s, ev.spec.probe.sample, ev.spec.probe.seed) for s in ev.scenarios}
 
 
-def first_verbatim_turn(messages: list[Message], turns_played: int) -> int:
-    """Turns before this one are no longer in the history verbatim (folded or dropped)."""
-    kept = sum(1 for i in exchange_starts(messages) if not is_summary(messages[i]))
-    return turns_played - kept
+def first_verbatim_turn(messages: list[Message], user_lines: list[str]) -> int:
+    """Turns before this one are no longer in the history verbatim (folded or dropped): counted from
+    the exchanges that still start with a played turn's user line, so a summary in any wording is
+    not mistaken for a turn."""
+    lines = set(user_lines)
+    return len(user_lines) - sum(1 for i in exchange_starts(messages) if messages[i]["content"] in lines)
 
 
 @dataclass
@@ -120,7 +122,7 @@ class PlayedCase:
     limit: int | None  # the budget resolved in units
     compactions: list[CompactionRecord]
     retention: list[RetentionRecord]
-    turns: int  # scripted turns played
+    lines: list[str]  # the user lines of the turns played
     error: str | None = None  # why the case failed: every fact is then an error
 
 
@@ -158,7 +160,8 @@ class CaseRunner:
         spec = self.ev.spec
         prompt = self.prompts.get(case.prompt)
         settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent, spec.summary_max_tokens,
-                                      spec.unit, spec.summary_transcript_chars, spec.summary_layout)
+                                      spec.unit, spec.summary_transcript_chars, spec.summary_layout,
+                                      prompt.id if prompt else None)
         # A strategy that never compacts runs with no budget (limit None), so this is never called.
         strategy = self.ev.strategy(case.strategy).compact or compact
         tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result))
@@ -191,7 +194,7 @@ class CaseRunner:
         row = CaseRow(case=case.id, scenario=case.scenario, strategy=case.strategy, budget=case.budget,
                       prompt=case.prompt, prompt_hash=prompt and prompt.hash, repeat=case.repeat,
                       model=self.client.identity, unit=self.ev.spec.unit)
-        played = PlayedCase(case, row, None, None, [], [], len(scenario.turns))
+        played = PlayedCase(case, row, None, None, [], [], [turn.user for turn in scenario.turns])
         try:
             played.limit = case.budget and resolve_limit(case.budget, self.scripted_size(scenario))
             agent = self._agent(case, scenario, played.limit)
@@ -217,7 +220,7 @@ class CaseRunner:
         seen = len(agent.events)
         agent.compact()
         for event in agent.events[seen:]:
-            verbatim_from = first_verbatim_turn(agent.messages, turn)
+            verbatim_from = first_verbatim_turn(agent.messages, played.lines[:turn])
             played.compactions.append(CompactionRecord(**asdict(played.row), before_turn=turn,
                                                        first_verbatim_turn=verbatim_from, event=event))
             if event.folded_messages:
@@ -228,7 +231,7 @@ class CaseRunner:
                    row: CaseRow) -> list[RetentionRecord]:
         """For each probed fact folded so far: does this compaction's summary state the value the
         fact had at this point (of its subject)? Dropped without a summary (truncate): not retained;
-        a custom strategy whose summary cannot be found: unknown (None)."""
+        replaced by messages with no text to check: unknown (None)."""
         records = []
         for fact in self.facts[row.scenario]:
             current = fact.value_before(turn)
@@ -237,8 +240,8 @@ class CaseRunner:
             value_turn, expected = current
             if event.summary is not None:
                 retained = states_about(event.summary, expected, fact.subject, self.subjects[row.scenario])
-            else:
-                retained = False if event.strategy == "truncate" else None
+            else:  # dropped outright (truncate): not retained; replaced by text-less messages: unknown
+                retained = False if event.replaced_with == 0 else None
             records.append(RetentionRecord(**asdict(row), compaction=index, before_turn=turn, fact=fact.fact_id,
                                            kind=fact.kind, value_turn=value_turn, expected=expected.answer,
                                            retained=retained))
@@ -308,8 +311,14 @@ class CaseRunner:
         record.compactions = sum(1 for c in played.compactions
                                  if c.event.folded_messages and c.first_verbatim_turn > fact.changed_turn)
         record.in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
-        verbatim = fact.changed_turn >= first_verbatim_turn(played.agent.messages, played.turns)
-        record.location = "verbatim" if verbatim else ("summary" if record.in_summary else "gone")
+        folds = [c.event for c in played.compactions if c.event.folded_messages]
+        unidentified = bool(folds) and folds[-1].summary is None and folds[-1].replaced_with > 0
+        if fact.changed_turn >= first_verbatim_turn(played.agent.messages, played.lines):
+            record.location = "verbatim"
+        elif unidentified:  # replaced by something with no text to check: never blame a summary unseen
+            record.location, record.in_summary = "unknown", None
+        else:
+            record.location = "summary" if record.in_summary else "gone"
 
 
 def _returns(result: str):
@@ -339,7 +348,8 @@ def manifest(ev: Eval, client: Any, judge: Any) -> Manifest:
     return Manifest(eval=ev.spec.model_dump(), eval_file=str(ev.path), scenarios=[s.id for s in ev.scenarios],
                     prompts=[PromptInfo(id=p.id, path=p.path, hash=p.hash) for p in ev.prompts],
                     control_prompt=ev.control, model=client.identity, sampling=client.sampling,
-                    judge=judge and judge.identity, versions=_versions())
+                    judge=judge and judge.identity, versions=_versions(),
+                    strategies={name: provenance(function) for name, function in ev.custom.items()})
 
 
 def _now() -> str:
