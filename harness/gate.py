@@ -41,16 +41,24 @@ class CannotJudge(Exception):
     """The gate has no sound basis for a verdict; the message says why."""
 
 
+def variant(strategy: str, prompt: str) -> str:
+    """How a gated variant is named: the prompt for our summary strategy, else strategy:prompt."""
+    return prompt if strategy == "summary" else f"{strategy}:{prompt}"
+
+
 @dataclass
 class Cell:
     metric: str
-    prompt: str
+    prompt: str  # the gated variant (`variant`): a summary prompt, or a custom strategy's strategy:prompt
     baseline_prompt: str
     budget: str
     comparison: Comparison
     error_rate: float
     detectable_drop: float | None = None  # from the baseline; None: too few scenarios
     failures: list[str] = field(default_factory=list)
+    strategy: str = "summary"
+    prompt_id: str = ""  # the prompt ids behind `prompt` and `baseline_prompt`
+    baseline_prompt_id: str = ""
 
     @property
     def scope(self) -> str:
@@ -117,16 +125,16 @@ def _units(run: Run, metric: str) -> pd.DataFrame:
     return retention_units(data) if metric == "retention" else recall_units(data)
 
 
-def _errors(run: Run, metric: str, prompt: str) -> float:
+def _errors(run: Run, metric: str, strategy: str, prompt: str) -> float:
     data = prompted(run.rows(metric))
-    rows = data[data["prompt"] == prompt]
+    rows = data[(data["strategy"] == strategy) & (data["prompt"] == prompt)]
     failed = rows["error"].notna() if metric == "retention" else rows["verdict"] == "error"
     return float(failed.mean()) if len(rows) else 0.0
 
 
-def _median_summary_tokens(run: Run, prompt: str) -> float | None:
+def _median_summary_tokens(run: Run, strategy: str, prompt: str) -> float | None:
     made = prompted(summaries(run.compactions))
-    mine = made[made["prompt"] == prompt]
+    mine = made[(made["strategy"] == strategy) & (made["prompt"] == prompt)]
     return float(mine["output_tokens"].median()) if len(mine) else None
 
 
@@ -174,19 +182,25 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
         base, cand = _units(baseline, metric), _units(candidate, metric)
         if cand.empty:
             raise CannotJudge(f"the candidate run has no summary-strategy {metric} to gate")
-        for prompt in sorted(p for p in cand["prompt"].unique() if p != control):
+        # Each prompt-taking strategy (ours, or a custom one that sweeps prompts) is gated prompt by
+        # prompt against the same strategy in the baseline.
+        gated = sorted({(s, p) for s, p in zip(cand["strategy"], cand["prompt"]) if p != control})
+        for strategy, prompt in gated:
             base_prompt = resolve_against(prompt, baseline, against)
-            mine, theirs = cand[cand["prompt"] == prompt], base[base["prompt"] == base_prompt]
+            mine = cand[(cand["strategy"] == strategy) & (cand["prompt"] == prompt)]
+            theirs = base[(base["strategy"] == strategy) & (base["prompt"] == base_prompt)]
+            name, base_name = variant(strategy, prompt), variant(strategy, base_prompt)
             for budget in sorted(mine["budget"].unique(), key=budget_order) + [ALL_BUDGETS]:
                 rows = mine if budget == ALL_BUDGETS else mine[mine["budget"] == budget]
                 reference = theirs if budget == ALL_BUDGETS else theirs[theirs["budget"] == budget]
-                comparison = pair_units(reference, rows, f"baseline {base_prompt}", f"candidate {prompt}", metric)
+                comparison = pair_units(reference, rows, f"baseline {base_name}", f"candidate {name}", metric)
                 if comparison.n == 0:
-                    raise CannotJudge(f"no {metric} units pair up for prompt {prompt!r} at budget {budget}: "
+                    raise CannotJudge(f"no {metric} units pair up for {name!r} at budget {budget}: "
                                       "the baseline does not cover this eval; record a new one")
-                cell = Cell(metric, prompt, base_prompt, budget, comparison, _errors(candidate, metric, prompt),
+                cell = Cell(metric, name, base_name, budget, comparison, _errors(candidate, metric, strategy, prompt),
                             minimum_detectable_drop(reference["value"], reference["scenario"],
-                                                    settings.alpha, settings.power))
+                                                    settings.alpha, settings.power),
+                            strategy=strategy, prompt_id=prompt, baseline_prompt_id=base_prompt)
                 if cell.error_rate > settings.max_error_rate:
                     raise CannotJudge(f"{cell.name}: {cell.error_rate:.0%} of units failed with errors "
                                       f"(limit {settings.max_error_rate:.0%}); see the run's records")
@@ -205,11 +219,11 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
                         f"{cell.name}: this eval can detect {can} (alpha {settings.alpha:g}, power "
                         f"{settings.power:.0%}), not the {settings.max_drop:.1%} the gate allows; add facts, "
                         "scenarios or repeats")
-    for prompt in sorted({c.prompt for c in verdict.cells}):
-        base_prompt = resolve_against(prompt, baseline, against)
-        before, after = _median_summary_tokens(baseline, base_prompt), _median_summary_tokens(candidate, prompt)
+    for cell in {c.prompt: c for c in verdict.cells}.values():
+        before = _median_summary_tokens(baseline, cell.strategy, cell.baseline_prompt_id)
+        after = _median_summary_tokens(candidate, cell.strategy, cell.prompt_id)
         if before and after and after > (1 + settings.max_summary_growth) * before:
-            verdict.size_failures[prompt] = (
+            verdict.size_failures[cell.prompt] = (
                 f"median summary {after:.0f} tokens against the baseline's {before:.0f} "
                 f"(+{after / before - 1:.0%}, more than +{settings.max_summary_growth:.0%})")
     if problem := sensitivity_problem(baseline, settings.alpha):

@@ -8,10 +8,11 @@ import sys
 import pytest
 
 from fakes import FakeClient
+from harness import gate
 from harness.cli import main
 from harness.client import Reply
 from harness.config import load_eval
-from harness.records import read_jsonl
+from harness.records import load_run, read_jsonl
 from harness.run import run_eval
 from test_run import oracle
 
@@ -145,3 +146,15 @@ def test_validate_refuses_a_function_that_is_not_a_compaction(custom_eval, tmp_p
     path.write_text(path.read_text().replace("mystrategies:own_words", "mystrategies:_fold"))
     assert main(["validate", str(path)]) == 1
     assert "is not a compaction function" in capsys.readouterr().err
+
+
+def test_the_gate_covers_a_custom_strategy_that_takes_prompts(custom_eval, tmp_path):
+    path = custom_eval("sweeping")
+    baseline = load_run(_run(path, FakeClient(oracle), tmp_path / "base"))
+    candidate = load_run(_run(path, FakeClient(oracle), tmp_path / "cand"))
+    verdict = gate.evaluate(baseline, candidate, load_eval(path).spec.gate)
+    names = {c.name for c in verdict.cells}
+    assert "retention: mystrategies:sweeping:user-lines @ all budgets" in names
+    assert "retention: user-lines @ all budgets" in names  # and ours, each against its own baseline
+    mine = next(c for c in verdict.cells if c.name == "retention: mystrategies:sweeping:user-lines @ all budgets")
+    assert mine.comparison.n > 0 and set(mine.comparison.pairs["strategy"]) == {"mystrategies:sweeping"}
