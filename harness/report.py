@@ -187,9 +187,10 @@ COMPRESSION, SUMMARY_TOKENS = "median size after / before", "median summary toke
 
 
 def summary_costs(compactions: pd.DataFrame) -> pd.DataFrame:
-    """Per summary prompt: how much its compactions shrank the history, and what they cost (a
-    summary that keeps everything by not compressing is no improvement)."""
-    made = prompted(summaries(compactions))
+    """Per variant that writes summaries (a prompt, or a strategy with its own): how much its
+    compactions shrank the history, and what they cost (a summary that keeps everything by not
+    compressing is no improvement)."""
+    made = summaries(compactions)
     rows = {}
     for variant in variant_order(made["variant"].unique()):
         mine = made[made["variant"] == variant]

@@ -33,7 +33,8 @@ def wilson(hits: float, n: float, z: float = 1.96) -> tuple[float, float]:
     p = hits / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # Exactly 0 and 1 at the ends (rounding would leave the bound a hair inside the point).
+    return (0.0 if hits <= 0 else max(0.0, centre - half), 1.0 if hits >= n else min(1.0, centre + half))
 
 
 def _cluster_sums(values: pd.Series, clusters: pd.Series) -> pd.DataFrame:

@@ -204,3 +204,18 @@ def test_the_report_of_a_real_run_in_headless_chromium(tmp_path, capsys):
     assert found["shown"].startswith("2 probes match")  # the fact under summary and under the ceiling
     assert passed_through and found["summaries"] == passed_through and record["answer"] in found["opened"]
     assert shot.stat().st_size > 10_000  # a rendered page, not a blank one
+
+
+def test_langchain_eval_on_the_embedded_model(tmp_path, capsys):
+    """evals/langchain.yaml with the extra installed: LangChain's SummarizationMiddleware summarises
+    through the embedded model and its retention is measured beside our prompts'."""
+    pytest.importorskip("langchain.agents.middleware.summarization")
+    eval_file = Path(__file__).parents[1] / "evals" / "langchain.yaml"
+    assert main(["run", str(eval_file), "--budget", "40%", "--no-probes", "--results", str(tmp_path), "--quiet"]) == 0
+    assert "summary: seed" in capsys.readouterr().out
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    theirs = [c for c in read_jsonl(run_dir / "compactions.jsonl")
+              if c["strategy"] == "harness.adapters.langchain:summarization"]
+    assert theirs and all(c["summary"] and c["output_tokens"] > 0 and c["error"] is None for c in theirs)
+    retention = [r for r in read_jsonl(run_dir / "retention.jsonl") if r["strategy"] == theirs[0]["strategy"]]
+    assert retention and all(r["error"] is None and r["retained"] is not None for r in retention)

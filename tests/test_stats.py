@@ -84,3 +84,8 @@ def test_wilson_is_the_textbook_interval():
     assert (low, high) == (pytest.approx(0.2366, abs=1e-4), pytest.approx(0.7634, abs=1e-4))
     assert wilson(0, 0) == (0.0, 1.0)
     assert math.isnan(rate(pd.Series([], dtype=float), pd.Series([], dtype=str)).value)
+
+
+@pytest.mark.parametrize("n", [3, 7, 11, 50])
+def test_wilson_bounds_are_exact_at_the_ends(n):
+    assert wilson(0, n)[0] == 0.0 and wilson(n, n)[1] == 1.0  # an error bar never goes negative

@@ -158,3 +158,27 @@ def test_the_gate_covers_a_custom_strategy_that_takes_prompts(custom_eval, tmp_p
     assert "retention: user-lines @ all budgets" in names  # and ours, each against its own baseline
     mine = next(c for c in verdict.cells if c.name == "retention: mystrategies:sweeping:user-lines @ all budgets")
     assert mine.comparison.n > 0 and set(mine.comparison.pairs["strategy"]) == {"mystrategies:sweeping"}
+
+
+def test_langchain_summarization_runs_through_the_seam(eval_file, tmp_path):
+    """LangChain's real SummarizationMiddleware, with its own wording, measured like ours."""
+    pytest.importorskip("langchain.agents.middleware.summarization")
+    eval_file.write_text(eval_file.read_text().replace(
+        "strategies: [summary, truncate, none, no-history]",
+        'strategies: [summary, "harness.adapters.langchain:summarization", '
+        '"harness.adapters.langchain:summarization_with_prompt"]'))
+    def reply(request):  # LangChain sends its prompt as the user turn, with no system prompt
+        return oracle({"system": None, **request}) if "system" not in request else oracle(request)
+    run_dir = _run(eval_file, Slow(reply), tmp_path)
+    assert not [r for r in read_jsonl(run_dir / "records.jsonl") if r["verdict"] == "error"]
+    compactions = read_jsonl(run_dir / "compactions.jsonl")
+    by = {s: [c for c in compactions if c["strategy"] == s] for s in {c["strategy"] for c in compactions}}
+    theirs = by["harness.adapters.langchain:summarization"]
+    assert theirs and all(c["summary"].startswith("Here is a summary of the conversation to date")
+                          and c["chunks"] == 1 and c["input_tokens"] > 0 and c["latency_s"] > 0 for c in theirs)
+    # It folds at the same turns as ours (the budget and keep_recent reached it) ...
+    assert [(c["budget"], c["before_turn"]) for c in theirs] == [(c["budget"], c["before_turn"]) for c in by["summary"]]
+    # ... and with our prompt, it sweeps the prompts and sends ours.
+    assert {c["prompt"] for c in by["harness.adapters.langchain:summarization_with_prompt"]} == {"user-lines"}
+    retained = [r for r in read_jsonl(run_dir / "retention.jsonl") if r["strategy"].startswith("harness.adapters")]
+    assert retained and all(r["retained"] is not None for r in retained)

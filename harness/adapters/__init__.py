@@ -1,0 +1,1 @@
+"""Adapters that run other frameworks' compaction through the harness's strategy seam."""
