@@ -211,7 +211,9 @@ def test_langchain_eval_on_the_embedded_model(tmp_path, capsys):
     through the embedded model and its retention is measured beside our prompts'."""
     pytest.importorskip("langchain.agents.middleware.summarization")
     eval_file = Path(__file__).parents[1] / "evals" / "langchain.yaml"
-    assert main(["run", str(eval_file), "--budget", "40%", "--no-probes", "--results", str(tmp_path), "--quiet"]) == 0
+    seed = str(eval_file.parent / "prompts" / "seed.txt")
+    assert main(["run", str(eval_file), "--budget", "40%", "--prompt", seed, "--no-probes", "--results", str(tmp_path),
+                 "--quiet"]) == 0
     assert "summary: seed" in capsys.readouterr().out
     (run_dir,) = (tmp_path / "runs").iterdir()
     theirs = [c for c in read_jsonl(run_dir / "compactions.jsonl")
