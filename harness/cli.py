@@ -55,7 +55,8 @@ def _run(args: argparse.Namespace, control: bool = True):
     from .run import run_eval
 
     ev = load_eval(args.eval, prompts=args.prompt, model=args.model, budgets=args.budget, repeats=args.repeats,
-                   probes=False if args.no_probes else None, control=control)
+                   probes=False if args.no_probes else None, control=control, scenario_ids=args.scenario,
+                   prompt_ids=args.prompt_id, limit=args.limit)
     if ev.spec.repeats > ev.repeats:
         print(f"warning: {ev.spec.repeats} repeats at temperature 0 would be copies of one answer; collapsed to 1 "
               "(set a temperature above 0 for independent samples)", file=sys.stderr)
@@ -338,6 +339,10 @@ def _run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> N
     _model_flags(parser, None)
     parser.add_argument("--budget", action="append", help="override the budgets (repeatable): 1200 or 40%%")
     parser.add_argument("--repeats", type=_at_least(1))
+    parser.add_argument("--scenario", action="append", metavar="ID", help="run only this scenario (repeatable)")
+    parser.add_argument("--prompt-id", action="append", metavar="ID",
+                        help="run only this summary prompt of the eval (repeatable)")
+    parser.add_argument("--limit", type=_at_least(1), metavar="N", help="run only the first N cases of the plan")
     parser.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot'")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run")
     parser.add_argument("--results", default="results", help="where runs/, cache/ and baselines/ live")

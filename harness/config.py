@@ -79,6 +79,11 @@ class EvalFile(BaseModel):
     max_turns: int | None = Field(
         default=None, ge=1, description="Play only each scenario's first N turns; facts planted later are not "
                                         "probed and percentage budgets are shares of what is played.")
+    scenario_ids: list[str] | None = Field(
+        default=None, min_length=1, description="Run only these scenarios (by id): try an eval cheaply first.")
+    prompt_ids: list[str] | None = Field(
+        default=None, min_length=1, description="Run only these summary prompts (by id, the file name without .txt).")
+    limit: int | None = Field(default=None, ge=1, description="Run only the first N cases of the plan.")
     keep_recent: int = Field(default=1, ge=0)
     repeats: int = Field(default=1, ge=1)
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -205,16 +210,28 @@ def provenance(function: Callable) -> dict[str, Any]:
             "packages": versions}
 
 
+def _chosen(doc: Any, field: str, wanted: list[str] | None, existing: list[str], flag: str | None) -> list[str]:
+    """The ids a subset names (all when none is named); an unknown one is an error listing what
+    exists, naming the flag it came from, or else the eval file's field."""
+    for name in wanted or []:
+        if name not in existing:
+            message = f"no {field[:-4].replace('_', ' ')} {name!r} in this eval (it has: {', '.join(existing)})"
+            raise InputError(flag, message) if flag else doc.error((field,), message)
+    return wanted or existing
+
+
 def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str | None = None,
               budgets: list[str] | None = None, repeats: int | None = None, probes: bool | None = None,
-              control: bool = True) -> Eval:
+              control: bool = True, scenario_ids: list[str] | None = None, prompt_ids: list[str] | None = None,
+              limit: int | None = None) -> Eval:
     """Read and check an eval file; keyword arguments are command-line overrides. `control`: False
     leaves out the keeps-nothing control prompt (a gate's candidate run needs only the baseline's)."""
     doc = load_yaml(path)
     if not isinstance(doc.data, dict):
         raise InputError(path, "an eval is a mapping with name, scenarios and budgets", 1)
     overrides = {k: v for k, v in dict(prompts=prompts, model=model, budgets=budgets, repeats=repeats,
-                                       probes=probes).items() if v is not None}
+                                       probes=probes, scenario_ids=scenario_ids, prompt_ids=prompt_ids,
+                                       limit=limit).items() if v is not None}
     doc.data.update(overrides)
     spec = doc.validate(EvalFile)
     if spec.summary_layout is None:  # resolved here, so the manifest records what was run
@@ -236,6 +253,8 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
         if scenario.id in seen:
             raise InputError(p, f"scenario id {scenario.id!r} is also used by {seen[scenario.id]}", None, "id")
         seen[scenario.id] = p
+    scenarios = [s for s in scenarios if s.id in _chosen(doc, "scenario_ids", spec.scenario_ids, list(seen),
+                                                      scenario_ids and "--scenario")]
 
     # Command-line prompt files are relative to where the user stands, not to the eval file.
     prompt_base = Path.cwd() if prompts is not None else base
@@ -251,6 +270,9 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
     ids = [p.id for p in loaded]
     if len(set(ids)) != len(ids):
         raise doc.error(("prompts",), "two prompt files share a name; prompts are identified by file name")
+    chosen = _chosen(doc, "prompt_ids", spec.prompt_ids, [i for i in ids if i != (control and control.id)],
+                     prompt_ids and "--prompt-id")
+    loaded = [p for p in loaded if p.id in chosen or p.id == (control and control.id)]
     custom = {s: _import_strategy(s, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
               for i, s in enumerate(spec.strategies) if s not in STRATEGIES}
     return Eval(spec, doc.path, scenarios, loaded, custom, control and control.id)

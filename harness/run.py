@@ -65,7 +65,7 @@ def plan_cases(ev: Eval) -> list[Case]:
                 for budget in ev.spec.budgets if strategy.uses_budget else [None]:
                     for prompt in ev.prompts if strategy.uses_prompt else [None]:
                         cases.append(Case(scenario.id, strategy.name, budget, prompt and prompt.id, repeat))
-    return cases
+    return cases[:ev.spec.limit]  # `limit`: the first N cases, to try an eval before paying for all of it
 
 
 def resolve_limit(budget: str, scripted_size: int) -> int:

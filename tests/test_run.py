@@ -11,6 +11,7 @@ import pytest
 from fakes import FakeAnthropic, FakeClient
 from harness.agent import AGENT_SYSTEM
 from harness.cache import ResponseCache
+from harness.cli import main
 from harness.config import load_eval
 from harness.inputs import InputError
 from harness.models import Backend
@@ -303,3 +304,20 @@ def test_a_run_folder_belongs_to_one_process_at_a_time(eval_file, tmp_path):
             run(eval_file, FakeClient(oracle), tmp_path, resume=run_dir)
     assert (run_dir / "records.jsonl").read_text() == records  # nothing touched
     run(eval_file, FakeClient(oracle), tmp_path, resume=run_dir)  # released: resumable again
+
+
+def test_subsets_run_part_of_an_eval_and_name_what_exists(eval_file, tmp_path, capsys, monkeypatch):
+    ev = load_eval(eval_file, limit=2)
+    assert [c.id for c in plan_cases(ev)] == ["locker/summary/150/user-lines/0", "locker/summary/100%/user-lines/0"]
+    run_dir = run_eval(ev, FakeClient(oracle), tmp_path / "results", progress=False)
+    assert {r["case"] for r in read_jsonl(run_dir / "records.jsonl")} == {c.id for c in plan_cases(ev)}
+    assert json.loads((run_dir / "manifest.json").read_text())["eval"]["limit"] == 2  # what ran is on record
+    (eval_file.parent / "terse.txt").write_text("Summarise tersely.")
+    eval_file.write_text(eval_file.read_text().replace("prompts: [user-lines.txt]", "prompts: [user-lines.txt, terse.txt]"))
+    assert {p.id for p in load_eval(eval_file, prompt_ids=["terse"]).prompts} == {"terse"}
+    assert [s.id for s in load_eval(eval_file, scenario_ids=["locker"]).scenarios] == ["locker"]
+    monkeypatch.setattr("harness.models.open_model", lambda *a, **k: pytest.fail("a model was opened"))
+    for flag, value, message in (("--scenario", "lockr", "no scenario 'lockr' in this eval (it has: locker)"),
+                                 ("--prompt-id", "tarse", "no prompt 'tarse' in this eval (it has: user-lines, terse)")):
+        assert main(["run", str(eval_file), flag, value, "--results", str(tmp_path)]) == 1
+        assert capsys.readouterr().err.strip() == f"error: {flag}: {message}"
