@@ -292,7 +292,8 @@ class StrategySpec:
     def variant(self, prompt: str | None) -> str:
         if self.label:
             return self.label
-        return f"{self.name}: {prompt}" if self.uses_prompt and prompt else self.name
+        # Only prompt-taking strategies (ours, or a custom one that sweeps prompts) have a prompt.
+        return f"{self.name}: {prompt}" if prompt else self.name
 
 
 STRATEGIES = {spec.name: spec for spec in (

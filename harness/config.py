@@ -210,12 +210,13 @@ def provenance(function: Callable) -> dict[str, Any]:
             "packages": versions}
 
 
-def _chosen(doc: Any, field: str, wanted: list[str] | None, existing: list[str], flag: str | None) -> list[str]:
+def _chosen(doc: Any, field: str, noun: str, wanted: list[str] | None, existing: list[str],
+            flag: str | None) -> list[str]:
     """The ids a subset names (all when none is named); an unknown one is an error listing what
     exists, naming the flag it came from, or else the eval file's field."""
     for name in wanted or []:
         if name not in existing:
-            message = f"no {field[:-4].replace('_', ' ')} {name!r} in this eval (it has: {', '.join(existing)})"
+            message = f"no {noun} {name!r} in this eval (it has: {', '.join(existing)})"
             raise InputError(flag, message) if flag else doc.error((field,), message)
     return wanted or existing
 
@@ -253,8 +254,8 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
         if scenario.id in seen:
             raise InputError(p, f"scenario id {scenario.id!r} is also used by {seen[scenario.id]}", None, "id")
         seen[scenario.id] = p
-    scenarios = [s for s in scenarios if s.id in _chosen(doc, "scenario_ids", spec.scenario_ids, list(seen),
-                                                      scenario_ids and "--scenario")]
+    chosen = _chosen(doc, "scenario_ids", "scenario", spec.scenario_ids, list(seen), scenario_ids and "--scenario")
+    scenarios = [s for s in scenarios if s.id in chosen]
 
     # Command-line prompt files are relative to where the user stands, not to the eval file.
     prompt_base = Path.cwd() if prompts is not None else base
@@ -270,7 +271,7 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
     ids = [p.id for p in loaded]
     if len(set(ids)) != len(ids):
         raise doc.error(("prompts",), "two prompt files share a name; prompts are identified by file name")
-    chosen = _chosen(doc, "prompt_ids", spec.prompt_ids, [i for i in ids if i != (control and control.id)],
+    chosen = _chosen(doc, "prompt_ids", "prompt", spec.prompt_ids, [i for i in ids if i != (control and control.id)],
                      prompt_ids and "--prompt-id")
     loaded = [p for p in loaded if p.id in chosen or p.id == (control and control.id)]
     custom = {s: _import_strategy(s, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")

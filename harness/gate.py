@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from .compare import Comparison, pair_units, recall_units, retention_units, sensitivity
 from .config import GateSettings
 from .inputs import InputError, describe_error
-from .records import METRICS, Manifest, Run, budget_order, load_run, prompted, summaries
+from .records import METRICS, Manifest, Run, budget_order, failed, load_run, prompted, summaries
 from .render import markdown_table
 from .stats import minimum_detectable_drop
 
@@ -128,8 +128,7 @@ def _units(run: Run, metric: str) -> pd.DataFrame:
 def _errors(run: Run, metric: str, strategy: str, prompt: str) -> float:
     data = prompted(run.rows(metric))
     rows = data[(data["strategy"] == strategy) & (data["prompt"] == prompt)]
-    failed = rows["error"].notna() if metric == "retention" else rows["verdict"] == "error"
-    return float(failed.mean()) if len(rows) else 0.0
+    return float(failed(rows, metric).mean()) if len(rows) else 0.0
 
 
 def _median_summary_tokens(run: Run, strategy: str, prompt: str) -> float | None:

@@ -329,6 +329,11 @@ def load_compactions(run_dir: str | Path) -> pd.DataFrame:
     return _labelled(read_rows(run_dir, "compactions.jsonl"), CompactionRecord)
 
 
+def failed(rows: pd.DataFrame, metric: str) -> pd.Series:
+    """Which rows of a metric failed with an error (a model, API, scoring or strategy failure)."""
+    return rows["error"].notna() if metric == "retention" else rows["verdict"] == "error"
+
+
 def prompted(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows of the strategies that take a summary prompt (built-in or custom: their rows carry
     one): where prompts are compared."""
@@ -376,8 +381,8 @@ class Run:
 
     def errors(self) -> tuple[int, int]:
         """Observations (probe records and retention rows) that failed with an error, of all."""
-        failed = int((self.records["verdict"] == "error").sum()) + int(self.retention["error"].notna().sum())
-        return failed, len(self.records) + len(self.retention)
+        return (int(failed(self.records, "recall").sum()) + int(failed(self.retention, "retention").sum()),
+                len(self.records) + len(self.retention))
 
     def prompts(self, strategy: str | None = None) -> list[str]:
         """The prompt ids one strategy ran with (None: any strategy that takes a prompt), in either

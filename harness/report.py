@@ -250,17 +250,24 @@ def comparison_table(run: Run) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
+def _ranked(run: Run) -> tuple[str, dict[str, pd.DataFrame]]:
+    """The headline metric (recall, or retention for a run without probes) and the variants under
+    test with their units, best first."""
+    metric = "recall" if not run.records.empty else "retention"
+    units = {v: u for v, u in _units(run, metric).items() if v not in CONTROLS and len(u)}
+    return metric, dict(sorted(units.items(), key=lambda item: item[1]["value"].mean(), reverse=True))
+
+
 def best_variant(run: Run) -> str | None:
     """One line: the best variant under test on recall (retention when the run has no probes), by
     how much it leads the next, and whether that is distinguishable from noise at the gate's alpha,
     with the smallest difference this run could detect at the gate's power."""
-    metric = "recall" if not run.records.empty else "retention"
-    units = {v: u for v, u in _units(run, metric).items() if v not in CONTROLS and len(u)}
+    metric, units = _ranked(run)
     if not units:
         return None
     gate = run.about.setting("gate", {})
     alpha, power = gate.get("alpha", 0.05), gate.get("power", 0.8)
-    ranked = sorted(units, key=lambda v: units[v]["value"].mean(), reverse=True)
+    ranked = list(units)
     best = ranked[0]
     line = f"Best on {metric}: {best} ({units[best]['value'].mean():.0%})"
     if len(ranked) == 1:
@@ -517,14 +524,13 @@ def run_index(runs: Path) -> pd.DataFrame:
         except (InputError, FileNotFoundError) as exc:
             rows[folder.name] = {"eval": "?", "status": f"unreadable: {exc}"}
             continue
-        metric = "recall" if not run.records.empty else "retention"
-        units = {v: u["value"].mean() for v, u in _units(run, metric).items() if v not in CONTROLS and len(u)}
-        best = max(units, key=units.get) if units else None
+        metric, units = _ranked(run)
+        best = next(iter(units), None)
         rows[folder.name] = {
             "eval": run.about.name, "model": run.about.model.split(":")[0], "started": run.about.started or "",
             "status": "unfinished" if run.about.unfinished else "finished",
             "probes": len(run.records), "retention checks": len(run.retention),
-            "best": f"{best} {metric} {units[best]:.0%}" if best else "",
+            "best": f"{best} {metric} {units[best]['value'].mean():.0%}" if best else "",
             "size": f"{sum(f.stat().st_size for f in folder.rglob('*') if f.is_file()) / 1e6:.1f} MB"}
     index = pd.DataFrame.from_dict(rows, orient="index").fillna("")
     return index.sort_values("started", ascending=False) if "started" in index else index
