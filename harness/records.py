@@ -277,7 +277,8 @@ def _labelled(rows: list[dict], record_type: type) -> pd.DataFrame:
     # Every field is a column, also for files written before the field existed.
     df = pd.DataFrame(rows).reindex(columns=list(dict.fromkeys([*columns, *(rows[0] if rows else [])])))
     # One label per row of the main table: a summary prompt, or a strategy without one.
-    df["variant"] = [strategy_spec(s).variant(p) for s, p in zip(df["strategy"], df["prompt"])]
+    df["variant"] = [strategy_spec(s).variant(p if isinstance(p, str) else None)  # pandas holds no prompt as NaN
+                     for s, p in zip(df["strategy"], df["prompt"])]
     return df
 
 
