@@ -49,6 +49,7 @@ def _model_flags(parser: argparse.ArgumentParser, default: str | None) -> None:
 def _run(args: argparse.Namespace, control: bool = True):
     """Run (or resume) the eval named on the command line; return it and its run folder.
     `control`: also run the eval's keeps-nothing control prompt (a gate reads the baseline's)."""
+    from .batch import BatchEndpoint
     from .cache import ResponseCache
     from .config import load_eval
     from .models import default_jobs, open_model
@@ -56,7 +57,7 @@ def _run(args: argparse.Namespace, control: bool = True):
 
     ev = load_eval(args.eval, prompts=args.prompt, model=args.model, budgets=args.budget, repeats=args.repeats,
                    probes=False if args.no_probes else None, control=control, scenario_ids=args.scenario,
-                   prompt_ids=args.prompt_id, limit=args.limit)
+                   prompt_ids=args.prompt_id, limit=args.limit, batch=args.batch)
     if ev.spec.repeats > ev.repeats:
         print(f"warning: {ev.spec.repeats} repeats at temperature 0 would be copies of one answer; collapsed to 1 "
               "(set a temperature above 0 for independent samples)", file=sys.stderr)
@@ -66,15 +67,20 @@ def _run(args: argparse.Namespace, control: bool = True):
     client = open_model(ev.spec.model, base_url=base_url, temperature=ev.spec.temperature, slots=jobs,
                         sampling=ev.spec.sampling)
     client.check()  # a dead or wrong endpoint stops here, not after a run of errors
+    if ev.spec.batch:
+        client.check_batches()
     judge = open_model(args.judge) if args.judge else None
     if judge:
         judge.check()
+    if args.no_cache and args.resume and ev.spec.batch:
+        print("warning: without the response cache, the requests the interrupted run already collected are sent "
+              "again (only batches still in flight are collected)", file=sys.stderr)
     if not args.no_cache:
         client.cache = ResponseCache(Path(args.results) / "cache" / "responses.sqlite")
         if judge:
             judge.cache = client.cache
     return ev, run_eval(ev, client, Path(args.results), resume=args.resume, judge=judge,
-                        progress=not args.quiet, jobs=jobs)
+                        progress=not args.quiet, jobs=jobs, batch=ev.spec.batch and BatchEndpoint(client.client))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -307,6 +313,62 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_ERROR if failed else EXIT_OK
 
 
+def _price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"a price per million tokens is a number of 0 or more, not {text!r}")
+    return value
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from .cache import ResponseCache
+    from .config import load_eval
+    from .models import SetupError, open_model
+    import pandas as pd
+
+    from .plan import costs, estimate
+    from .render import plural
+
+    prices = {key: value for key, value in (("input", args.input_price), ("output", args.output_price),
+                                            ("batch_input", args.batch_input_price),
+                                            ("batch_output", args.batch_output_price)) if value is not None}
+    ev = load_eval(args.eval, prompts=args.prompt, model=args.model, budgets=args.budget, repeats=args.repeats,
+                   probes=False if args.no_probes else None, scenario_ids=args.scenario, prompt_ids=args.prompt_id,
+                   limit=args.limit, prices=prices or None)
+    base_url = args.base_url or ev.spec.base_url
+    try:  # the identity and sampling of the model as a run would open it (they key the cache)
+        model = open_model(ev.spec.model, base_url=base_url, temperature=ev.spec.temperature,
+                           sampling=ev.spec.sampling)
+        identity, sampling = model.identity, model.sampling
+    except SetupError as exc:  # e.g. no API key yet: plan from characters
+        print(f"note: {exc}; input tokens are estimated from characters", file=sys.stderr)
+        model, identity, sampling = None, base_url and f"{base_url}#{ev.spec.model}" or ev.spec.model, \
+            {"temperature": ev.spec.temperature, **ev.spec.sampling}
+    cache = None if args.no_cache else ResponseCache(Path(args.results) / "cache" / "responses.sqlite")
+    plan = estimate(ev, identity, sampling, cache, counter=None if args.chars else model)
+    print(f"plan: {args.eval} on {identity}: {plural(plan.cases, 'case')}, "
+          f"{plan.cached:,} requests answered by the response cache")
+    print(f"  input tokens counted by {plan.counted_by}; output tokens at most (every reply as long as its "
+          "max_tokens)")
+    table = pd.DataFrame({"requests": [plan.direct.requests, plan.batch.requests],
+                          "waves": ["-", plan.waves], "batches": ["-", plan.batches],
+                          "input tokens": [plan.direct.input_tokens, plan.batch.input_tokens],
+                          "output tokens": [plan.direct.output_tokens, plan.batch.output_tokens]},
+                         index=["direct", "batch"])
+    if ev.spec.prices:
+        table["cost (at most)"] = [f"{cost:,.2f}" for cost in costs(plan, ev.spec.prices).values()]
+    print(table.to_string(formatters={c: "{:,}".format for c in ("requests", "input tokens", "output tokens")}))
+    if ev.spec.prices:
+        print(f"prices per million tokens: {ev.spec.prices.model_dump(exclude_none=True)} (batch: half, unless given)")
+    else:
+        print("cost: give --input-price and --output-price (per million tokens), or `prices:` in the eval")
+    print("each batch wave waits for its batch to end (the provider allows up to 24 h)")
+    return EXIT_OK
+
+
 def _cmd_runs(args: argparse.Namespace) -> int:
     from .report import run_index
 
@@ -332,7 +394,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> None:
+def _eval_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> None:
+    """The eval to run and the part of it to run."""
     parser.add_argument("eval", nargs=None if eval_required else "?", help="an eval file, e.g. evals/smoke.yaml")
     parser.add_argument("--prompt", action="append", metavar="FILE",
                         help="run against this summary prompt instead of the eval's (repeatable)")
@@ -343,14 +406,21 @@ def _run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> N
     parser.add_argument("--prompt-id", action="append", metavar="ID",
                         help="run only this summary prompt of the eval (repeatable)")
     parser.add_argument("--limit", type=_at_least(1), metavar="N", help="run only the first N cases of the plan")
-    parser.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot'")
-    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run")
-    parser.add_argument("--results", default="results", help="where runs/, cache/ and baselines/ live")
-    parser.add_argument("--jobs", type=_at_least(1), metavar="N",
-                        help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)")
-    parser.add_argument("--no-cache", action="store_true", help="do not reuse or store model responses")
     parser.add_argument("--no-probes", action="store_true",
                         help="measure summary retention only, without probe questions (several times cheaper)")
+    parser.add_argument("--results", default="results", help="where runs/, cache/ and baselines/ live")
+    parser.add_argument("--no-cache", action="store_true", help="do not reuse or store model responses")
+
+
+def _run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> None:
+    _eval_flags(parser, eval_required)
+    parser.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot'")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run")
+    parser.add_argument("--jobs", type=_at_least(1), metavar="N",
+                        help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)")
+    parser.add_argument("--batch", action="store_true",
+                        help="send the requests in waves on the Message Batches API (Claude, or a --base-url "
+                             "serving /v1/messages/batches): half price, results within 24 hours")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -442,6 +512,18 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, help="where to write (default: RUN_DIR/report)")
     report.set_defaults(handler=_cmd_report)
 
+    plan = commands.add_parser("plan", help="estimate a run before paying for it: requests, batch waves, tokens, "
+                                            "and the cost of direct and batch execution")
+    _eval_flags(plan)
+    plan.add_argument("--input-price", type=_price, metavar="P", help="per million input tokens (any currency)")
+    plan.add_argument("--output-price", type=_price, metavar="P", help="per million output tokens")
+    plan.add_argument("--batch-input-price", type=_price, metavar="P", help="in a batch (default: half --input-price)")
+    plan.add_argument("--batch-output-price", type=_price, metavar="P",
+                      help="in a batch (default: half --output-price)")
+    plan.add_argument("--chars", action="store_true",
+                      help="estimate input tokens from characters instead of asking the endpoint's count_tokens")
+    plan.set_defaults(handler=_cmd_plan)
+
     runs = commands.add_parser("runs", help="list the runs in results/runs: eval, model, date, status, best variant")
     runs.add_argument("--results", default="results")
     runs.set_defaults(handler=_cmd_runs)
@@ -461,9 +543,9 @@ def main(argv: list[str] | None = None) -> int:
         # The reader stopped reading (`harness schema | head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished cases are saved; `harness run EVAL --resume RUN_DIR` completes the run",
-              file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a batch run says which batches keep running
+        print(f"\ninterrupted: finished cases are saved; "
+              f"{exc or '`harness run EVAL --resume RUN_DIR` completes the run'}", file=sys.stderr)
         return 130
 
 

@@ -62,6 +62,18 @@ class GateSettings(BaseModel):
                                                              "at this power cannot pass.")
 
 
+class Prices(BaseModel):
+    """What the model costs, in any currency per million tokens; no price is built in."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = Field(ge=0, description="Per million input tokens, sent one request at a time.")
+    output: float = Field(ge=0, description="Per million output tokens, sent one request at a time.")
+    batch_input: float | None = Field(default=None, ge=0, description="Per million input tokens in a batch "
+                                                                      "(default: half of `input`, as Anthropic bills).")
+    batch_output: float | None = Field(default=None, ge=0, description="Per million output tokens in a batch "
+                                                                       "(default: half of `output`).")
+
+
 class EvalFile(BaseModel):
     """The eval file format; `harness schema eval` prints it as JSON Schema."""
 
@@ -105,6 +117,11 @@ class EvalFile(BaseModel):
     control_prompt: str | None = Field(
         default=None, description="A summary prompt that keeps nothing, run beside the others: reports show "
                                   "prompt sensitivity, the best prompt's retention minus this one's.")
+    batch: bool = Field(default=False, description="Run on the Message Batches API, all cases together in waves "
+                                                   "(Claude, or a base_url that serves /v1/messages/batches).")
+    batch_poll_seconds: float = Field(default=1.0, gt=0, description="First wait between two looks at a batch in "
+                                                                    "flight; it grows 1.5x a time to 60 s at most.")
+    prices: Prices | None = Field(default=None, description="Prices per million tokens, for `harness plan`.")
     probe: ProbeSettings = ProbeSettings()
     gate: GateSettings = GateSettings()
 
@@ -224,7 +241,7 @@ def _chosen(doc: Any, field: str, noun: str, wanted: list[str] | None, existing:
 def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str | None = None,
               budgets: list[str] | None = None, repeats: int | None = None, probes: bool | None = None,
               control: bool = True, scenario_ids: list[str] | None = None, prompt_ids: list[str] | None = None,
-              limit: int | None = None) -> Eval:
+              limit: int | None = None, batch: bool | None = None, prices: dict[str, float] | None = None) -> Eval:
     """Read and check an eval file; keyword arguments are command-line overrides. `control`: False
     leaves out the keeps-nothing control prompt (a gate's candidate run needs only the baseline's)."""
     doc = load_yaml(path)
@@ -232,7 +249,10 @@ def load_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
         raise InputError(path, "an eval is a mapping with name, scenarios and budgets", 1)
     overrides = {k: v for k, v in dict(prompts=prompts, model=model, budgets=budgets, repeats=repeats,
                                        probes=probes, scenario_ids=scenario_ids, prompt_ids=prompt_ids,
-                                       limit=limit).items() if v is not None}
+                                       limit=limit, batch=batch or None).items() if v is not None}
+    if prices:  # flags override the file's prices one by one
+        written = doc.data.get("prices")
+        doc.data["prices"] = {**(written if isinstance(written, dict) else {}), **prices}
     doc.data.update(overrides)
     spec = doc.validate(EvalFile)
     if spec.summary_layout is None:  # resolved here, so the manifest records what was run

@@ -49,6 +49,7 @@ class Backend:
     cache: ResponseCache | None = None
     prompt_caching: bool = False  # mark shared prefixes with cache_control (Anthropic's API)
     calls: int = 0  # requests actually sent to the model (cache hits excluded)
+    waves: Any = None  # a batch.Waves: requests wait for the next wave instead of being sent now
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # cases run in threads
 
     def create(self, sample: int = 0, **request: Any) -> Reply:
@@ -59,15 +60,24 @@ class Backend:
         sampling = self.sampling
         if sample and "seed" in sampling:
             sampling = {**sampling, "seed": sampling["seed"] + sample}
-        key = self.cache and self.cache.key(self.identity, {**sampling, "sample": sample} if sample else sampling,
-                                            request)
-        if key and (hit := self.cache.get(key)) and reply_problem(hit) is None:  # never replay a bad entry
+        key = ResponseCache.key(self.identity, {**sampling, "sample": sample} if sample else sampling, request)
+        if self.cache and (hit := self.cache.get(key)) and reply_problem(hit) is None:  # never replay a bad entry
             return Reply(hit, cached=True)
         started = time.monotonic()
-        response = self._send(request, sampling)
-        if key:
+        response = self._in_wave(key, request, sampling) if self.waves else self._send(request, sampling)
+        if self.cache:
             self.cache.put(key, response)
         return Reply(response, latency_s=round(time.monotonic() - started, 3))
+
+    def _in_wave(self, key: str, request: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
+        """Send the request in the next batch wave (its cache key is its custom_id); an invalid
+        result is an error, not a retry: the batch has been paid for."""
+        data, submissions = self.waves.send(key, {"model": self.model, **request, **sampling})
+        with self._lock:
+            self.calls += submissions
+        if (problem := reply_problem(data)) is not None:
+            raise MalformedResponse(f"the batch result is not a Messages reply: {problem}")
+        return data
 
     def _send(self, request: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
         import anthropic
@@ -106,6 +116,14 @@ class Backend:
         if problem:
             raise SetupError(f"{self.client.base_url} does not answer as a Messages API for model {self.model!r}: "
                              f"{problem}; check --base-url, the model name and that the server is running")
+
+    def check_batches(self) -> None:
+        """Prove that the endpoint serves the Message Batches API (one listing request)."""
+        from .batch import BatchEndpoint
+
+        if problem := BatchEndpoint(self.client).check(CHECK_TIMEOUT):
+            raise SetupError(f"--batch: {self.client.base_url} has no Message Batches API "
+                             f"(/v1/messages/batches): {problem}; run without --batch")
 
     def count_tokens(self, **request: Any) -> int:
         import anthropic

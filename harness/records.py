@@ -132,6 +132,9 @@ class PromptInfo(BaseModel):
     hash: str | None = None
 
 
+EXECUTION_SETTINGS = ("batch", "prices")
+
+
 class Manifest(BaseModel):
     """`manifest.json`: what was run, on what, when."""
 
@@ -149,6 +152,8 @@ class Manifest(BaseModel):
     started: str | None = None
     finished: str | None = None
     model_calls: int | None = None  # requests really sent (not cached), over every process that ran it
+    waves: int | None = None  # batch execution: waves sent, over every process that ran it
+    batches: list[str] = []  # batch execution: the provider's ids of every batch the run submitted
 
     @field_validator("eval")
     @classmethod
@@ -173,7 +178,10 @@ class Manifest(BaseModel):
     def same_experiment(self, other: Manifest) -> bool:
         """Same eval, prompts, model and sampling: a run that may be resumed with this one."""
         keys = {"eval", "prompts", "model", "sampling"}
-        return self.model_dump(include=keys) == other.model_dump(include=keys)
+        mine, theirs = self.model_dump(include=keys), other.model_dump(include=keys)
+        for about in (mine, theirs):  # how it is executed and priced does not change what is measured
+            about["eval"] = {k: v for k, v in about["eval"].items() if k not in EXECUTION_SETTINGS}
+        return mine == theirs
 
     def write(self, folder: Path) -> None:
         write_atomic(folder / "manifest.json", self.model_dump_json(indent=2))
@@ -267,6 +275,22 @@ class RunFolder:
         for path, rows in ((self.records, records), (self.compactions, compactions), (self.retention, retention)):
             _append_lines(path, [_row(r) for r in rows])
         _append_lines(self.cases, [{"case": case_id}])
+
+    # The batch journal (`batches.jsonl`): each batch is written down as soon as the provider
+    # accepts it and again when its results are in, so a resumed run collects the ones in flight.
+
+    def submitted(self, batch_id: str, custom_ids: list[str]) -> None:
+        _append_lines(self.path / "batches.jsonl", [{"batch": batch_id, "custom_ids": custom_ids}])
+
+    def collected(self, batch_id: str) -> None:
+        _append_lines(self.path / "batches.jsonl", [{"batch": batch_id, "collected": True}])
+
+    def in_flight(self) -> list[tuple[str, list[str]]]:
+        """Batches submitted and never collected, in submission order."""
+        rows = read_jsonl(self.path / "batches.jsonl")
+        collected = {row["batch"] for row in rows if row.get("collected")}
+        return [(row["batch"], row["custom_ids"]) for row in rows
+                if "custom_ids" in row and row["batch"] not in collected]
 
 
 # --- loading, for analysis -----------------------------------------------------------------

@@ -21,11 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tqdm import tqdm
 
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
+from .batch import BatchEndpoint, Waves
 from .compaction import (CompactionEvent, CompactionSettings, Message, StrategyError, TranscriptTooLarge, compact,
                          exchange_starts, measure)
 from .config import Eval, Prompt, provenance
@@ -142,6 +143,8 @@ class CaseRunner:
 
     def __init__(self, ev: Eval, client: Any, judge: Any = None):
         self.ev, self.client, self.judge = ev, client, judge
+        # How a case's probes are sent: one at a time, or (batch waves) all at once.
+        self.ask_all: Callable[[list[ProbeRequest]], list[tuple]] = lambda requests: list(map(self.ask, requests))
         self.scenarios = {s.id: s for s in ev.scenarios}
         self.prompts: dict[str, Prompt] = {p.id: p for p in ev.prompts}
         self.facts = probed_facts(ev)
@@ -180,8 +183,9 @@ class CaseRunner:
         if played.error:
             records = [self.score(played, fact, error=played.error) for fact in self.facts[case.scenario]]
         else:
-            records = [self.score(played, request.fact, *self.ask(request))
-                       for request in self.probe_requests(played)]
+            requests = self.probe_requests(played)
+            records = [self.score(played, request.fact, *answer)
+                       for request, answer in zip(requests, self.ask_all(requests))]
         return records, played.compactions, played.retention
 
     # --- step 1: play ---------------------------------------------------------------------
@@ -357,9 +361,9 @@ def _now() -> str:
 
 
 def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = None,
-             judge: Any = None, progress: bool = True, jobs: int = 1) -> Path:
-    """Run every case not yet finished, `jobs` at a time; return the run folder.
-    Each case's own calls stay in order."""
+             judge: Any = None, progress: bool = True, jobs: int = 1, batch: BatchEndpoint | None = None) -> Path:
+    """Run every case not yet finished, `jobs` at a time, or (`batch`) all together in waves on
+    the Message Batches API; return the run folder. Each case's own calls stay in order."""
     if resume and not resume.is_dir():
         raise InputError(resume, "not a run folder (no such folder)")
     folder = RunFolder(resume) if resume else RunFolder.new(Path(results_dir) / "runs", ev.spec.name)
@@ -371,23 +375,68 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
         done = folder.finished_cases()
         if progress:
             print(f"run folder: {folder.path}", file=sys.stderr)
-        runner = CaseRunner(ev, client, judge)
         todo = [case for case in plan_cases(ev) if case.id not in done]
         calls_before, calls_at_start = about.model_calls or 0, client.calls  # model_calls adds up over resumes
-        pool = ThreadPoolExecutor(max_workers=jobs)
-        try:
-            futures = [pool.submit(runner.run, case) for case in todo]
-            # Written in plan order, so two runs of one eval give files that diff line by line.
-            for case, future in tqdm(zip(todo, futures), total=len(todo), desc=ev.spec.name, unit="case",
-                                     disable=not progress, dynamic_ncols=True):
-                folder.write_case(case.id, *future.result())
-                about.model_calls = calls_before + client.calls - calls_at_start
-                about.write(folder.path)
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
+
+        def write(case: Case, results: tuple) -> None:
+            folder.write_case(case.id, *results)
+            about.model_calls = calls_before + client.calls - calls_at_start
+            about.write(folder.path)
+        if batch:
+            _run_in_waves(ev, CaseRunner(ev, client, judge), todo, write, folder, about, batch, progress)
+        else:
+            _run_direct(ev, CaseRunner(ev, client, judge), todo, write, jobs, progress)
         about.finished, about.model_calls = _now(), calls_before + client.calls - calls_at_start
         about.write(folder.path)
     return folder.path
+
+
+def _run_direct(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callable, jobs: int, progress: bool) -> None:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        futures = [pool.submit(runner.run, case) for case in todo]
+        # Written in plan order, so two runs of one eval give files that diff line by line.
+        for case, future in tqdm(zip(todo, futures), total=len(todo), desc=ev.spec.name, unit="case",
+                                 disable=not progress, dynamic_ncols=True):
+            write(case, future.result())
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
+
+
+def _run_in_waves(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callable, folder: RunFolder,
+                  about: Manifest, endpoint: BatchEndpoint, progress: bool) -> None:
+    """Every case in its own thread; their requests leave in lock-step waves (`batch.Waves`),
+    the probes of a case together. Finished cases are written after each wave, in plan order."""
+    waves = Waves(endpoint, folder, poll_s=(ev.spec.batch_poll_seconds, max(60.0, ev.spec.batch_poll_seconds)),
+                  progress=progress)
+    runner.client.waves = waves
+    runner.ask_all = lambda requests: waves.map(runner.ask, requests)
+    waves.adopt()
+    futures = [waves.spawn(runner.run, case) for case in todo]
+    written, waves_before, batches_before = 0, about.waves or 0, list(about.batches)  # they add up over resumes
+
+    def write_finished() -> None:
+        nonlocal written
+        while written < len(todo) and futures[written].done():
+            write(todo[written], futures[written].result())
+            written += 1
+        about.waves, about.batches = waves_before + waves.report.waves, batches_before + waves.report.batches
+        about.write(folder.path)
+    waves.after_wave = write_finished
+    try:
+        report = waves.run()
+    except KeyboardInterrupt:
+        running = [batch_id for batch_id, _ in folder.in_flight()]
+        raise KeyboardInterrupt(f"the batches in flight keep running at the provider ({', '.join(running) or 'none'}); "
+                                f"`harness run {ev.path} --batch --resume {folder.path}` collects their results "
+                                "without sending them again") from None
+    finally:
+        runner.client.waves = None
+    write_finished()
+    if progress:
+        print(f"batch: {report.waves} waves, {len(report.batches)} batches, {report.submitted} requests submitted "
+              f"({report.retried} retried, {report.adopted} collected from batches already in flight)",
+              file=sys.stderr)
 
 
 def _resumed(folder: RunFolder, about: Manifest) -> Manifest:

@@ -221,3 +221,48 @@ def test_langchain_eval_on_the_embedded_model(tmp_path, capsys):
     assert theirs and all(c["summary"] and c["output_tokens"] > 0 and c["error"] is None for c in theirs)
     retention = [r for r in read_jsonl(run_dir / "retention.jsonl") if r["strategy"] == theirs[0]["strategy"]]
     assert retention and all(r["error"] is None and r["retained"] is not None for r in retention)
+
+
+def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, tmp_path, capsys):
+    """The embedded model has no batch endpoint (`--batch` fails in seconds, one line); behind a
+    loopback batch engine that forwards to it, a batch run plays every case in waves."""
+    import anthropic
+
+    from batch_server import BatchServer
+    from harness.batch import BatchEndpoint
+    from harness.cache import ResponseCache
+    from harness.config import load_eval
+    from harness.models import Backend
+    from harness.run import run_eval
+
+    eval_file = Path(__file__).parents[1] / "evals" / "smoke.yaml"
+    assert main(["run", str(eval_file), "--batch", "--results", str(tmp_path), "--quiet"]) == 1
+    assert "has no Message Batches API" in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+    def forward(params):  # the batch engine's worker: the embedded model, one request at a time
+        known = {k: params[k] for k in ("max_tokens", "messages", "system", "tools") if k in params}
+        sampling = {k: v for k, v in params.items() if k not in known and k != "model"}
+        return local.client.messages.create(model=params["model"], extra_body=sampling, **known).model_dump(
+            mode="json", exclude_none=True)
+
+    ev = load_eval(eval_file, scenario_ids=["trip-planning"], prompt_ids=["seed"], batch=True)
+    ev.spec.batch_poll_seconds = 0.05
+    with BatchServer(respond=forward, batch_delay_s=0.0) as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0, timeout=600)
+        backend = Backend(client, local.model, local.identity, dict(local.sampling),
+                          cache=ResponseCache(tmp_path / "cache.sqlite"))
+        run_dir = run_eval(ev, backend, tmp_path, progress=False, batch=BatchEndpoint(client))
+    records = read_jsonl(run_dir / "records.jsonl")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    facts = len(read_jsonl(run_dir / "scenarios.jsonl")) and len({r["fact"] for r in records})
+    assert len(records) == 4 * facts  # summary at two budgets, none, no-history
+    assert all(r["verdict"] in ("recalled", "forgot", "stale") and r["answer"] for r in records)
+    assert server.direct_messages == 0 and manifest["model_calls"] == len(server.submitted)
+    # A wave per step of the longest case (its summary requests, live turns, then all its
+    # probes at once), not one per request.
+    live = sum(turn.assistant is None for turn in ev.scenarios[0].turns)
+    compactions = read_jsonl(run_dir / "compactions.jsonl")
+    chain = max(live + 1 + sum(c["chunks"] for c in compactions if c["case"] == case)
+                for case in {r["case"] for r in records})
+    assert live >= 1 and 2 <= manifest["waves"] <= chain and manifest["waves"] * 3 < len(server.submitted)
+    assert compactions[0]["summary"]

@@ -1,0 +1,213 @@
+"""Batch execution (Message Batches API, in waves) against a loopback fake batch server: the
+records equal direct execution's, failures are retried then recorded as errors, a re-run costs
+nothing, and a run killed mid-wave resumes without paying twice."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import anthropic
+import pytest
+
+from batch_server import BatchServer
+from harness.batch import BatchEndpoint
+from harness.cache import ResponseCache
+from harness.config import load_eval
+from harness.models import Backend
+from harness.records import load_manifest, read_jsonl
+from harness.run import run_eval
+
+FILES = ("records.jsonl", "compactions.jsonl", "retention.jsonl")
+
+
+def _strip(rows):
+    """Records as compared between runs: latency and cache hits are how, not what, was measured."""
+    return [{k: v for k, v in r.items() if k not in ("latency_s", "cached")} for r in rows]
+
+
+def _run(server, eval_file, out, *, batch=True, endpoint=None, cache=None):
+    client = anthropic.Anthropic(base_url=server.url, api_key="test-key", max_retries=0)
+    backend = Backend(client, "fake", "batch-server", {}, cache=cache)
+    ev = load_eval(eval_file, batch=batch)
+    ev.spec.batch_poll_seconds = 0.02
+    run_dir = run_eval(ev, backend, out, progress=False,
+                       batch=(endpoint or BatchEndpoint(client)) if batch else None)
+    return backend, run_dir
+
+
+def _files(run_dir):
+    return {name: _strip(read_jsonl(run_dir / name)) for name in FILES}
+
+
+def test_batch_records_equal_direct_records_through_retried_failures(eval_file, tmp_path):
+    with BatchServer() as server:
+        _, direct = _run(server, eval_file, tmp_path / "direct", batch=False)
+    failures = {"errored": 0.3, "expired": 0.2, "canceled": 0.1}  # of first submissions
+    with BatchServer(failures=failures, batch_delay_s=0.05) as server:
+        backend, batched = _run(server, eval_file, tmp_path / "batch")
+    assert _files(batched) == _files(direct)
+    assert len(read_jsonl(batched / "records.jsonl")) == 12
+    assert {r["verdict"] for r in read_jsonl(batched / "records.jsonl")} == {"recalled", "forgot"}
+    # Every failed result was submitted again, in a later batch, and then succeeded.
+    failed = sum(server.outcomes[kind] for kind in failures)
+    assert all(server.outcomes[kind] for kind in failures)
+    assert server.outcomes["succeeded"] + failed == len(server.submitted) == backend.calls
+    assert server.direct_messages == 0  # everything went through batches
+    manifest = load_manifest(batched)
+    assert manifest.batches == list(server.batches) and manifest.model_calls == backend.calls
+    # The locker cases wait on the model at most four times in a row: the live turn, the summary
+    # before the probe (budget 150), then the probes (they leave together); a retry on the
+    # longest chain adds a wave.
+    assert 4 <= manifest.waves <= 4 + failed
+
+
+def test_waves_are_the_longest_chain_of_calls_and_a_rerun_makes_none(eval_file, tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with BatchServer(batch_delay_s=0.05) as server:
+        backend, first = _run(server, eval_file, tmp_path / "first", cache=cache)
+        batches = len(server.batches)
+        assert load_manifest(first).waves == 4 and batches == 4
+        # Identical requests of one wave (the no-history probes of every budget...) leave once.
+        assert len(server.submitted) == len(set(server.submitted)) == backend.calls
+        again, second = _run(server, eval_file, tmp_path / "second", cache=cache)
+    assert again.calls == 0 and len(server.batches) == batches and load_manifest(second).waves == 0
+    assert load_manifest(second).model_calls == 0
+    assert _files(second) == _files(first)
+
+
+def test_a_request_that_keeps_failing_is_recorded_as_an_error_not_forgetting(eval_file, tmp_path):
+    with BatchServer() as server:
+        _, reference = _run(server, eval_file, tmp_path / "clean", batch=False)
+    with BatchServer(failures={"errored": 0.3}, failures_always=True, batch_delay_s=0.02) as server:
+        _, run_dir = _run(server, eval_file, tmp_path / "failing")
+    # Each failing request was submitted three times (the limit), never more.
+    assert max(server.submissions.values()) == 3
+    records, clean = read_jsonl(run_dir / "records.jsonl"), read_jsonl(reference / "records.jsonl")
+    errors = [r for r in records if r["verdict"] == "error"]
+    assert errors and all("errored after 3 submission(s): api_error" in r["error"] for r in errors)
+    assert len(records) == len(clean)
+    for record, expected in zip(records, clean):
+        assert record["verdict"] in (expected["verdict"], "error")  # never a failure scored as forgetting
+
+
+def test_waves_over_the_request_limit_are_split_and_a_rejected_batch_is_reported(eval_file, tmp_path, capsys):
+    with BatchServer() as server:
+        _, reference = _run(server, eval_file, tmp_path / "reference", batch=False)
+    with BatchServer(max_batch_requests=2, batch_delay_s=0.02) as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0)
+        _, split = _run(server, eval_file, tmp_path / "split", endpoint=BatchEndpoint(client, max_requests=2))
+        assert len(server.batches) > load_manifest(split).waves  # some waves took several batches
+        _, rejected = _run(server, eval_file, tmp_path / "rejected")
+    assert _files(split) == _files(reference)
+    # The provider refused the larger batches: their requests are errors that carry its reason.
+    errors = [r for r in read_jsonl(rejected / "records.jsonl") if r["verdict"] == "error"]
+    assert errors and all("HTTP 400: invalid_request_error: requests: at most 2 requests per batch" in r["error"] for r in errors)
+    assert "the provider rejected a batch of" in capsys.readouterr().err
+
+
+def test_a_batch_is_split_by_size_without_reordering():
+    endpoint = BatchEndpoint(None, max_requests=3, max_bytes=200)
+    entries = [{"custom_id": f"r{i}", "params": {"text": "x" * (90 if i % 2 else 10)}} for i in range(7)]
+    parts = endpoint.split(entries)
+    assert [e for part in parts for e in part] == entries
+    assert all(len(part) <= 3 and sum(len(json.dumps(e)) + 1 for e in part) <= 200 for part in parts)
+    assert BatchEndpoint(None, max_bytes=10).split(entries[:2]) == [entries[:1], entries[1:2]]  # one oversized each
+
+
+def _command(server, eval_file, results, *extra):
+    return [sys.executable, "-m", "harness.cli", "run", str(eval_file), "--model", "fake", "--base-url", server.url,
+            "--results", str(results), "--quiet", "--batch", *extra]
+
+
+def _fast_polls(eval_file):
+    eval_file.write_text(eval_file.read_text() + "batch_poll_seconds: 0.05\n")
+
+
+def _wait_for_batch_in_flight(runs, wave, process):
+    """Until the run's journal holds `wave` batches, the last of them not collected."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        journal = next(runs.iterdir()) / "batches.jsonl" if runs.exists() and any(runs.iterdir()) else None
+        rows = read_jsonl(journal) if journal and journal.exists() else []
+        submitted = [r for r in rows if "custom_ids" in r]
+        if len(submitted) >= wave and not any(r.get("collected") and r["batch"] == submitted[-1]["batch"]
+                                              for r in rows):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the run never had a batch in flight")
+
+
+@pytest.mark.parametrize("wave", [1, 3])
+def test_sigkill_mid_wave_then_resume_collects_the_batch_in_flight_without_resubmitting(eval_file, tmp_path, wave):
+    _fast_polls(eval_file)
+    with BatchServer(batch_delay_s=1.0) as server:
+        subprocess.run(_command(server, eval_file, tmp_path / "whole"), check=True, capture_output=True)
+        (whole,) = (tmp_path / "whole" / "runs").iterdir()
+        before = len(server.submitted)
+        runs = tmp_path / "killed" / "runs"
+        process = subprocess.Popen(_command(server, eval_file, tmp_path / "killed"),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for_batch_in_flight(runs, wave, process)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        (killed,) = runs.iterdir()
+        in_flight = read_jsonl(killed / "batches.jsonl")[-1]["batch"]
+        resumed = subprocess.run(_command(server, eval_file, tmp_path / "killed", "--resume", str(killed)),
+                                 capture_output=True, text=True)
+        assert resumed.returncode == 0, resumed.stderr
+    # No request was paid for twice: the resumed run took the waves before from the response
+    # cache and collected the batch in flight.
+    assert Counter(server.submitted[before:]).most_common(1)[0][1] == 1
+    assert len(server.submitted) - before == len(server.submitted[:before])
+    assert in_flight in load_manifest(killed).batches
+    assert _files(killed) == _files(whole)
+
+
+def test_ctrl_c_leaves_the_batches_running_and_says_how_to_resume(eval_file, tmp_path):
+    _fast_polls(eval_file)
+    with BatchServer(batch_delay_s=5.0) as server:
+        runs = tmp_path / "runs"
+        process = subprocess.Popen(_command(server, eval_file, tmp_path), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        _wait_for_batch_in_flight(runs, 1, process)
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 130 and time.monotonic() - started < 3  # it did not wait for the batch
+    (run_dir,) = runs.iterdir()
+    assert "msgbatch_000001" in err and f"--batch --resume {run_dir}" in err and "Traceback" not in err
+
+
+def test_batch_on_a_server_without_a_batch_endpoint_fails_in_seconds(eval_file, tmp_path):
+    with BatchServer(batches=False) as server:
+        started = time.monotonic()
+        result = subprocess.run(_command(server, eval_file, tmp_path), capture_output=True, text=True)
+    assert result.returncode == 1 and time.monotonic() - started < 10
+    assert result.stderr.count("\n") == 1 and "--batch" in result.stderr and "HTTP 404" in result.stderr
+    assert "has no Message Batches API" in result.stderr and not (tmp_path / "runs").exists()
+
+
+def test_the_plan_predicts_requests_waves_and_tokens_of_a_run_on_a_model_that_answers_at_length(eval_file, tmp_path):
+    from harness.plan import estimate, longest_reply
+
+    def at_length(params):  # the model the plan assumes: every reply as long as max_tokens allows
+        return {**longest_reply(params["max_tokens"]), "id": "msg_1", "model": params["model"]}
+
+    with BatchServer(respond=at_length, batch_delay_s=0.02) as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0)
+        backend = Backend(client, "fake", "batch-server", {})
+        ev = load_eval(eval_file)
+        plan = estimate(ev, backend.identity, backend.sampling, ResponseCache(tmp_path / "plan.sqlite"), backend)
+        cache = ResponseCache(tmp_path / "cache.sqlite")
+        _, run_dir = _run(server, eval_file, tmp_path / "run", cache=cache)
+        sent = [entry["params"] for batch in server.batches.values() for entry in batch["requests"]]
+        after = estimate(ev, backend.identity, backend.sampling, cache, backend)
+    assert plan.cases == 6 and plan.batch.requests == len(sent) and plan.waves == load_manifest(run_dir).waves
+    assert plan.batch.output_tokens == sum(p["max_tokens"] for p in sent)
+    assert plan.batch.input_tokens == sum(len(json.dumps(p["messages"])) // 4 for p in sent)  # the server's count
+    assert plan.counted_by == "the endpoint's count_tokens"
+    assert (after.direct.requests, after.batch.requests, after.waves) == (0, 0, 0)  # all cached now
+    assert after.cached == plan.direct.requests + plan.cached
