@@ -127,6 +127,7 @@ class BatchEndpoint:
 @dataclass
 class _Request:
     params: dict[str, Any]
+    ready: threading.Condition  # its waiters sleep on their own condition: no herd wakes per wave
     waiters: int = 0
     attempts: int = 0
     message: dict[str, Any] | None = None
@@ -154,7 +155,8 @@ class Waves:
         self.endpoint, self.journal, self.max_attempts = endpoint, journal, max_attempts
         self.poll_s, self.progress = poll_s, progress
         self.report = WaveReport()
-        self._lock = threading.Condition()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)  # the coordinator's: every participant waits
         self._running = 0  # participants neither waiting on a wave nor finished
         self._live = 0  # participants not finished
         self._requests: dict[str, _Request] = {}
@@ -178,16 +180,17 @@ class Waves:
                 future.set_exception(exc)
             finally:
                 with self._lock:
-                    self._running -= 1
                     self._live -= 1
-                    self._lock.notify_all()
+                    self._stop_running()
         threading.Thread(target=body, daemon=True).start()  # daemon: Ctrl-C must not wait for a wave
         return future
 
     def map(self, function: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
         """From inside a participant: `function` over `items`, each in its own participant, so
         their requests share waves (the probes of one case go out together)."""
-        state = {"left": 0, "waiting": False}
+        items = list(items)
+        state = {"left": len(items), "waiting": False}
+        finished = threading.Condition(self._lock)
 
         def child(item: Any) -> Any:
             try:
@@ -197,17 +200,21 @@ class Waves:
                     state["left"] -= 1
                     if state["left"] == 0 and state["waiting"]:
                         self._running += 1  # the caller runs again before this child stops counting
-        items = list(items)
-        state["left"] = len(items)
+                        finished.notify()
         futures = [self.spawn(child, item) for item in items]
         with self._lock:
             if state["left"]:
                 state["waiting"] = True
-                self._running -= 1  # this thread waits on its children, not on a wave
-                self._lock.notify_all()
+                self._stop_running()  # this thread waits on its children, not on a wave
                 while state["left"]:
-                    self._lock.wait()
+                    finished.wait()
         return [f.result() for f in futures]
+
+    def _stop_running(self) -> None:
+        """(Holding the lock.) One participant fewer is running; the last one wakes the coordinator."""
+        self._running -= 1
+        if self._running == 0:
+            self._idle.notify()
 
     def send(self, custom_id: str, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
         """Wait for the wave that carries this request: its message, and how many submissions
@@ -216,15 +223,14 @@ class Waves:
             request = self._requests.get(custom_id)
             first = request is None
             if first:
-                request = self._requests[custom_id] = _Request(params)
+                request = self._requests[custom_id] = _Request(params, threading.Condition(self._lock))
             # A request answered in the last wave is answered at once (until the next wave, when
             # the response cache has it), so identical requests never depend on thread timing.
             if not request.done:
                 request.waiters += 1
-                self._running -= 1
-                self._lock.notify_all()
+                self._stop_running()
                 while not request.done:
-                    self._lock.wait()
+                    request.ready.wait()
                 # `_settle` counted this thread as running again when it finished the request
         if request.error is not None:
             raise ModelError(request.error)
@@ -247,7 +253,7 @@ class Waves:
         while True:
             with self._lock:
                 while self._running > 0:
-                    self._lock.wait()
+                    self._idle.wait()
                 # Everyone waits: whoever took an answer of the last wave has cached it by now.
                 self._requests = {cid: r for cid, r in self._requests.items() if not r.done}
                 wave = dict(self._requests)
@@ -288,7 +294,6 @@ class Waves:
         with self._lock:
             for cid, request in wave.items():
                 self._settle(request, outcomes.get(cid, Outcome("missing", reason="no result in its batch")))
-            self._lock.notify_all()
 
     def _settle(self, request: _Request, outcome: Outcome) -> None:
         """Finish a request with its outcome, or leave it for the next wave (a retry)."""
@@ -302,6 +307,7 @@ class Waves:
                              f"{outcome.reason}")[:500]
             request.done = True
         self._running += request.waiters  # they run again as soon as they wake
+        request.ready.notify_all()
 
     def _wait(self, batch_ids: list[str], requests: int, label: str) -> None:
         """Poll the batches until all have ended, with a progress bar and an estimated finish."""

@@ -2,15 +2,16 @@
 tokens, and, given prices, the cost of direct and of batch execution.
 
 The plan is a rehearsal of the real runner (`run.CaseRunner`, the same play, probe and score
-steps) against a stand-in model that answers every request at once with as much text as the
-request's `max_tokens` allows, so the histories, summaries and compactions are as long as the
-real ones can be: output tokens are an upper bound. Requests the response cache already answers
+steps, in batch waves as `batch.Waves` runs them) against a stand-in model that answers every
+request at once with as much text as the request's `max_tokens` allows, so the histories,
+summaries and compactions are as long as the real ones can be: output tokens are an upper bound. Requests the response cache already answers
 are replayed from it and cost nothing. Input tokens are counted by the endpoint's `count_tokens`
 where it has one, else estimated from characters.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import threading
@@ -27,12 +28,18 @@ CHARS_PER_TOKEN = 4  # when the endpoint cannot count: a common rule of thumb fo
 FILLER = "note "  # the stand-in reply, repeated to the request's max_tokens
 
 
-def longest_reply(max_tokens: int) -> dict[str, Any]:
-    """The stand-in model's answer: filler as long as `max_tokens` allows."""
-    chars = max_tokens * CHARS_PER_TOKEN
-    text = (FILLER * (chars // len(FILLER) + 1))[:chars]
+def longest_reply(request: dict[str, Any]) -> dict[str, Any]:
+    """The stand-in model's answer: filler as long as the request's `max_tokens` allows, marked
+    with a digest of what it answers, so that different histories get different summaries and
+    replies (and stay different), as a real model's do."""
+    digest = hashlib.sha256(json.dumps([request.get("system"), request["messages"]], sort_keys=True,
+                                       ensure_ascii=False).encode()).hexdigest()[:8]
+    chars = request["max_tokens"] * CHARS_PER_TOKEN
+    words = f"{FILLER}{digest} "
+    text = (words * (chars // len(words) + 1))[:chars]
     return {"type": "message", "role": "assistant", "stop_reason": "max_tokens",
-            "content": [{"type": "text", "text": text}], "usage": {"input_tokens": 0, "output_tokens": max_tokens}}
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 0, "output_tokens": request["max_tokens"]}}
 
 
 @dataclass
@@ -115,7 +122,7 @@ class StandIn:
         return Status(True, {})
 
     def results(self, batch_id: str) -> dict[str, Outcome]:
-        return {e["custom_id"]: Outcome("succeeded", longest_reply(e["params"]["max_tokens"]))
+        return {e["custom_id"]: Outcome("succeeded", longest_reply(e["params"]))
                 for e in self.batches.pop(batch_id)}
 
 

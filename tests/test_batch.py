@@ -194,7 +194,7 @@ def test_the_plan_predicts_requests_waves_and_tokens_of_a_run_on_a_model_that_an
     from harness.plan import estimate, longest_reply
 
     def at_length(params):  # the model the plan assumes: every reply as long as max_tokens allows
-        return {**longest_reply(params["max_tokens"]), "id": "msg_1", "model": params["model"]}
+        return {**longest_reply(params), "id": "msg_1", "model": params["model"]}
 
     with BatchServer(respond=at_length, batch_delay_s=0.02) as server:
         client = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0)
