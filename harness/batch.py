@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from tqdm import tqdm
 
-from .client import ModelError
+from .client import ModelError, SetupError
 
 MAX_REQUESTS = 100_000  # per batch, as the Message Batches API allows
 MAX_BYTES = 256 * 1024 * 1024
@@ -68,17 +68,20 @@ class BatchEndpoint:
     def __init__(self, client: Any, max_requests: int = MAX_REQUESTS, max_bytes: int = MAX_BYTES):
         self.client, self.max_requests, self.max_bytes = client, max_requests, max_bytes
 
-    def check(self, timeout: float) -> str | None:
-        """Why this endpoint cannot run batches (one cheap listing request), or None."""
+    def check(self, timeout: float = 8.0) -> None:
+        """Prove, with one cheap listing request, that the endpoint serves the Message Batches API;
+        otherwise stop in seconds, before the run (it would record only errors)."""
         import anthropic
 
         try:
             self.client.with_options(max_retries=0, timeout=timeout).messages.batches.list(limit=1)
+            return
         except anthropic.APIStatusError as exc:
-            return _reason(exc)[:200]
+            problem = _reason(exc)[:200]
         except (anthropic.APIError, ValueError) as exc:  # ValueError: a body that is not JSON
-            return f"{type(exc).__name__}: {str(exc)[:160]}"
-        return None
+            problem = f"{type(exc).__name__}: {str(exc)[:160]}"
+        raise SetupError(f"--batch: {self.client.base_url} has no Message Batches API (/v1/messages/batches): "
+                         f"{problem}; run without --batch")
 
     def split(self, entries: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         """The entries cut into batches within the request and size limits, in order."""
@@ -265,6 +268,7 @@ class Waves:
 
     def _send_wave(self, wave: dict[str, _Request]) -> None:
         outcomes = {cid: self._adopted.pop(cid) for cid in list(wave) if cid in self._adopted}
+        adopted = len(outcomes)
         for cid in outcomes:
             wave[cid].attempts += 1  # submitted by the process that was interrupted
         fresh = [{"custom_id": cid, "params": r.params} for cid, r in wave.items() if cid not in outcomes]
@@ -291,9 +295,15 @@ class Waves:
                 outcomes.update(self.endpoint.results(batch_id))
                 self.journal.collected(batch_id)
             self._durations.append(time.monotonic() - started)
+        retried_before = self.report.retried
         with self._lock:
             for cid, request in wave.items():
                 self._settle(request, outcomes.get(cid, Outcome("missing", reason="no result in its batch")))
+        if self.progress:
+            again = self.report.retried - retried_before
+            print(f"wave {self.report.waves}: {len(wave)} requests in {len(submitted)} batch(es) {' '.join(submitted)}, "
+                  f"{time.monotonic() - started:.0f}s" + (f"; {adopted} collected from batches in flight" if adopted else "")
+                  + (f"; {again} to submit again" if again else ""), file=sys.stderr)
 
     def _settle(self, request: _Request, outcome: Outcome) -> None:
         """Finish a request with its outcome, or leave it for the next wave (a retry)."""

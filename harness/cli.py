@@ -67,8 +67,9 @@ def _run(args: argparse.Namespace, control: bool = True):
     client = open_model(ev.spec.model, base_url=base_url, temperature=ev.spec.temperature, slots=jobs,
                         sampling=ev.spec.sampling)
     client.check()  # a dead or wrong endpoint stops here, not after a run of errors
-    if ev.spec.batch:
-        client.check_batches()
+    batch = BatchEndpoint(client.client) if ev.spec.batch else None
+    if batch:
+        batch.check()
     judge = open_model(args.judge) if args.judge else None
     if judge:
         judge.check()
@@ -80,7 +81,7 @@ def _run(args: argparse.Namespace, control: bool = True):
         if judge:
             judge.cache = client.cache
     return ev, run_eval(ev, client, Path(args.results), resume=args.resume, judge=judge,
-                        progress=not args.quiet, jobs=jobs, batch=ev.spec.batch and BatchEndpoint(client.client))
+                        progress=not args.quiet, jobs=jobs, batch=batch)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -19,6 +19,10 @@ class ModelError(Exception):
     """The model or its API failed (after retries): the probe or case is recorded as an error."""
 
 
+class SetupError(Exception):
+    """The model cannot be reached as configured; the message says what to do."""
+
+
 @dataclass(frozen=True)
 class Usage:
     """What one or more calls cost."""
@@ -81,4 +85,4 @@ class ModelClient(Protocol):
     def count_tokens(self, **request: Any) -> int: ...
 
     def check(self) -> None:
-        """Raise `models.SetupError` unless the endpoint answers as a Messages API (one cheap request)."""
+        """Raise `SetupError` unless the endpoint answers as a Messages API (one cheap request)."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import ResponseCache
-from .client import ModelError, Reply, reply_problem
+from .client import ModelError, Reply, SetupError, reply_problem
 
 LOCAL = "local"
 EMBEDDED_WEIGHTS = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -28,10 +28,6 @@ LOCAL_CONTEXT = 8192  # SmolLM2's trained context length
 REQUEST_TIMEOUT = 600.0  # seconds; a long summary on 2 CPU cores takes tens of seconds
 MAX_RETRIES = 4  # the SDK backs off exponentially and honours retry-after
 CHECK_TIMEOUT = 8.0  # seconds for the one-token request that proves an endpoint before a run
-
-
-class SetupError(Exception):
-    """The model cannot be reached as configured; the message says what to do."""
 
 
 class MalformedResponse(ModelError):
@@ -116,14 +112,6 @@ class Backend:
         if problem:
             raise SetupError(f"{self.client.base_url} does not answer as a Messages API for model {self.model!r}: "
                              f"{problem}; check --base-url, the model name and that the server is running")
-
-    def check_batches(self) -> None:
-        """Prove that the endpoint serves the Message Batches API (one listing request)."""
-        from .batch import BatchEndpoint
-
-        if problem := BatchEndpoint(self.client).check(CHECK_TIMEOUT):
-            raise SetupError(f"--batch: {self.client.base_url} has no Message Batches API "
-                             f"(/v1/messages/batches): {problem}; run without --batch")
 
     def count_tokens(self, **request: Any) -> int:
         import anthropic
