@@ -116,8 +116,9 @@ class BatchEndpoint:
         for line in self.client.messages.batches.results(batch_id):
             result = line.result
             if result.type == "succeeded":
-                outcomes[line.custom_id] = Outcome("succeeded", result.message.model_dump(mode="json",
-                                                                                          exclude_none=True))
+                # As it came: whatever is not a Messages reply is found and recorded by the caller.
+                message = result.message.model_dump(mode="json", exclude_none=True, warnings=False)
+                outcomes[line.custom_id] = Outcome("succeeded", message)
             elif result.type == "errored":
                 error = result.error.error if hasattr(result.error, "error") else result.error
                 outcomes[line.custom_id] = Outcome("errored", reason=f"{getattr(error, 'type', 'error')}: "

@@ -4,7 +4,8 @@ batch benchmark.
 Listens on 127.0.0.1 only, on a free port. Answers deterministically (a reply depends only on
 the request), so a batch run and a direct run of one eval must give the same records. Batches
 end `batch_delay_s` after they are created; their results come back shuffled; a request can be
-made to come back `errored`, `expired` or `canceled` (on its first submission only, or always).
+made to come back `errored`, `expired`, `canceled` or `invalid` (succeeded, but not a Messages
+reply), on its first submission only or always.
 `respond` can put a real model behind the fake batch engine (the embedded one, end to end).
 Refuses batches the way the real API does: a bad or duplicate custom_id, or too many requests.
 Counts every HTTP request, and serves at most `max_http` of them (bounded: a runaway client
@@ -67,7 +68,7 @@ class BatchServer:
         self.batches: dict[str, dict[str, Any]] = {}
         self.submitted: list[str] = []  # every custom_id, in order of submission (retries repeat)
         self.submissions: collections.Counter[str] = collections.Counter()
-        self.outcomes: dict[str, int] = {"succeeded": 0, "errored": 0, "expired": 0, "canceled": 0}
+        self.outcomes: dict[str, int] = {"succeeded": 0, "errored": 0, "expired": 0, "canceled": 0, "invalid": 0}
         self._ids = itertools.count(1)
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
@@ -117,7 +118,9 @@ class BatchServer:
             kind = self._outcome(entry["custom_id"])
             self.outcomes[kind] += 1
             result: dict[str, Any] = {"type": kind}
-            if kind == "succeeded":
+            if kind == "invalid":  # succeeded, with a body that is no Messages reply
+                result = {"type": "succeeded", "message": {"id": "msg_bad", "type": "message", "content": "oops"}}
+            elif kind == "succeeded":
                 result["message"] = self.respond(entry["params"])
             elif kind == "errored":
                 result["error"] = {"type": "error", "error": {"type": "api_error", "message": "Internal error"}}

@@ -93,6 +93,33 @@ def test_a_request_that_keeps_failing_is_recorded_as_an_error_not_forgetting(eva
         assert record["verdict"] in (expected["verdict"], "error")  # never a failure scored as forgetting
 
 
+def test_an_invalid_result_is_an_error_and_is_never_cached(eval_file, tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with BatchServer(failures={"invalid": 0.3}, failures_always=True, batch_delay_s=0.02) as server:
+        _, run_dir = _run(server, eval_file, tmp_path / "invalid", cache=cache)
+        invalid = server.outcomes["invalid"]
+        # Each invalid result was paid for once and is an error; a re-run submits exactly those again.
+        _, _ = _run(server, eval_file, tmp_path / "again", cache=cache)
+    errors = [r for r in read_jsonl(run_dir / "records.jsonl") if r["verdict"] == "error"]
+    assert invalid and errors and all("the batch result is not a Messages reply" in r["error"] for r in errors)
+    assert max(server.submissions.values()) == 2 and server.outcomes["invalid"] == 2 * invalid
+
+
+def test_a_wave_mixing_cached_and_uncached_requests_gives_the_direct_records(eval_file, tmp_path):
+    with BatchServer() as server:
+        _, reference = _run(server, eval_file, tmp_path / "reference", batch=False)
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with BatchServer(batch_delay_s=0.02) as server:
+        eval_file.write_text(eval_file.read_text() + "limit: 2\n")
+        _run(server, eval_file, tmp_path / "first-two", cache=cache)  # fills the cache for two cases
+        first = len(server.submitted)
+        eval_file.write_text(eval_file.read_text().replace("limit: 2\n", ""))
+        backend, run_dir = _run(server, eval_file, tmp_path / "all", cache=cache)
+    assert 0 < backend.calls == len(server.submitted) - first  # only what the cache lacked was submitted
+    assert not set(server.submitted[first:]) & set(server.submitted[:first])
+    assert _files(run_dir) == _files(reference)
+
+
 def test_waves_over_the_request_limit_are_split_and_a_rejected_batch_is_reported(eval_file, tmp_path, capsys):
     with BatchServer() as server:
         _, reference = _run(server, eval_file, tmp_path / "reference", batch=False)
