@@ -372,6 +372,9 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
         about.started = about.started or _now()
         about.write(folder.path)  # resumable at once
         folder.write_scenarios({s.id: [turn.text() for turn in s.turns] for s in ev.scenarios})
+        if not batch and (in_flight := folder.in_flight()):  # sending them again would pay twice
+            raise InputError(folder.path, f"this run has batches in flight ({', '.join(b for b, _ in in_flight)}); "
+                                          "resume it with --batch to collect them")
         done = folder.finished_cases()
         if progress:
             print(f"run folder: {folder.path}", file=sys.stderr)

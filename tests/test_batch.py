@@ -182,6 +182,9 @@ def test_sigkill_mid_wave_then_resume_collects_the_batch_in_flight_without_resub
         process.wait()
         (killed,) = runs.iterdir()
         in_flight = read_jsonl(killed / "batches.jsonl")[-1]["batch"]
+        direct = [c for c in _command(server, eval_file, tmp_path / "killed", "--resume", str(killed)) if c != "--batch"]
+        refused = subprocess.run(direct, capture_output=True, text=True)  # it would pay for the batch again
+        assert refused.returncode == 1 and f"batches in flight ({in_flight}); resume it with --batch" in refused.stderr
         resumed = subprocess.run(_command(server, eval_file, tmp_path / "killed", "--resume", str(killed)),
                                  capture_output=True, text=True)
         assert resumed.returncode == 0, resumed.stderr
