@@ -23,8 +23,10 @@ import random
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
+
+from loopback import Loopback
 
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -49,7 +51,7 @@ def _fraction(custom_id: str) -> float:
     return int(hashlib.sha256(custom_id.encode()).hexdigest()[:8], 16) / 16 ** 8
 
 
-class BatchServer:
+class BatchServer(Loopback):
     """`failures`: outcome -> share of requests that get it; `failures_always`: they get it on
     every submission instead of only the first."""
 
@@ -70,21 +72,8 @@ class BatchServer:
         self.submissions: collections.Counter[str] = collections.Counter()
         self.outcomes: dict[str, int] = {"succeeded": 0, "errored": 0, "expired": 0, "canceled": 0, "invalid": 0}
         self._ids = itertools.count(1)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
-        self.httpd.request_queue_size = 256
+        super().__init__(self._handler())
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> BatchServer:
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     # --- batches ----------------------------------------------------------------------------
 

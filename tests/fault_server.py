@@ -12,12 +12,14 @@ import json
 import random
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from loopback import Loopback
 
 FAULTS = ("429", "529", "500", "timeout", "drop", "malformed")
 
 
-class FaultServer:
+class FaultServer(Loopback):
     def __init__(self, fault_rate: float, seed: int = 0, timeout_s: float = 1.0, max_requests: int = 5000,
                  latency_s: float = 0.0):
         self.fault_rate, self.timeout_s, self.max_requests = fault_rate, timeout_s, max_requests
@@ -26,20 +28,8 @@ class FaultServer:
         self.lock = threading.Lock()
         self.requests = 0
         self.faults: dict[str, int] = {f: 0 for f in FAULTS}
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
+        super().__init__(self._handler())
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> FaultServer:
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     def _pick_fault(self) -> str | None:
         with self.lock:
