@@ -241,3 +241,49 @@ def test_the_plan_predicts_requests_waves_and_tokens_of_a_run_on_a_model_that_an
     assert plan.counted_by == "the endpoint's count_tokens"
     assert (after.direct.requests, after.batch.requests, after.waves) == (0, 0, 0)  # all cached now
     assert after.cached == plan.direct.requests + plan.cached
+
+
+def test_the_plan_command_prices_direct_and_batch_execution(eval_file, tmp_path):
+    from harness.config import Prices
+    from harness.plan import Estimate, Work, costs
+
+    million = Estimate(1, 0, Work(10, 2_000_000, 1_000_000), Work(8, 1_000_000, 500_000), 3, 3, "characters")
+    assert costs(million, Prices(input=3, output=15)) == {"direct": 21.0, "batch": 5.25}  # 6 + 15; (3 + 7.5) / 2
+    assert costs(million, Prices(input=3, output=15, batch_input=2, batch_output=10)) == {"direct": 21.0,
+                                                                                          "batch": 7.0}
+    eval_file.write_text(eval_file.read_text() + "prices: {input: 3, output: 15}\n")
+    with BatchServer() as server:
+        def plan(*flags):
+            return subprocess.run([sys.executable, "-m", "harness.cli", "plan", str(eval_file), "--model", "fake",
+                                   "--base-url", server.url, "--results", str(tmp_path), *flags],
+                                  capture_output=True, text=True)
+        priced, overridden, chars = plan(), plan("--input-price", "1", "--limit", "2"), plan("--chars")
+        bad = plan("--output-price", "-1")
+    assert priced.returncode == 0 and server.direct_messages == 0 and not server.batches  # nothing was sent
+    lines = priced.stdout.splitlines()
+    assert "6 cases" in lines[0] and "count_tokens" in lines[1] and "cost (at most)" in lines[2]
+    direct, batch = (line.split() for line in lines[3:5])
+    assert direct[0] == "direct" and batch[0] == "batch" and float(batch[-1]) < float(direct[-1])
+    assert "'input': 3.0, 'output': 15.0" in priced.stdout
+    assert "2 cases" in overridden.stdout and "'input': 1.0, 'output': 15.0" in overridden.stdout
+    assert "characters (4 per token)" in chars.stdout
+    assert bad.returncode == 2 and "a price per million tokens is a number of 0 or more" in bad.stderr
+
+
+def test_a_negative_price_in_an_eval_file_names_its_line(eval_file):
+    from harness.inputs import InputError
+
+    eval_file.write_text(eval_file.read_text() + "prices:\n  input: -3\n  output: 15\n")
+    with pytest.raises(InputError) as error:
+        load_eval(eval_file)
+    assert "unit.yaml:8: prices.input" in str(error.value)
+
+
+def test_the_eval_setting_runs_in_batch_mode_without_the_flag(eval_file, tmp_path):
+    eval_file.write_text(eval_file.read_text() + "batch: true\nbatch_poll_seconds: 0.02\n")
+    with BatchServer(batch_delay_s=0.02) as server:
+        command = [c for c in _command(server, eval_file, tmp_path) if c != "--batch"]
+        result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert load_manifest(run_dir).waves == 4 and server.direct_messages == 1  # the preflight check only
