@@ -246,7 +246,8 @@ class Waves:
         """Collect the batches a previous process submitted and did not collect (waiting for
         those still in flight); their results answer the same requests without a new batch."""
         for batch_id, custom_ids in self.journal.in_flight():
-            self._wait([batch_id], len(custom_ids), "re-attached")
+            wait_for(self.endpoint, [batch_id], len(custom_ids), f"re-attached {batch_id}", self.poll_s, None,
+                     self.progress)
             self._adopted.update(self.endpoint.results(batch_id))
             self.journal.collected(batch_id)
             self.report.batches.append(batch_id)
@@ -268,30 +269,18 @@ class Waves:
             self.after_wave()
 
     def _send_wave(self, wave: dict[str, _Request]) -> None:
+        self.report.waves += 1
+        started = time.monotonic()
         outcomes = {cid: self._adopted.pop(cid) for cid in list(wave) if cid in self._adopted}
         adopted = len(outcomes)
         for cid in outcomes:
             wave[cid].attempts += 1  # submitted by the process that was interrupted
         fresh = [{"custom_id": cid, "params": r.params} for cid, r in wave.items() if cid not in outcomes]
-        self.report.waves += 1
-        started = time.monotonic()
-        submitted: list[str] = []
-        if fresh:
-            for part in self.endpoint.split(fresh):
-                ids = [entry["custom_id"] for entry in part]
-                for cid in ids:
-                    wave[cid].attempts += 1
-                try:
-                    batch_id = self.endpoint.submit(part)
-                except BatchRejected as exc:
-                    outcomes.update({cid: Outcome("rejected", reason=str(exc)) for cid in ids})
-                    print(f"wave {self.report.waves}: {exc}", file=sys.stderr)
-                    continue
-                self.journal.submitted(batch_id, ids)
-                submitted.append(batch_id)
-                self.report.batches.append(batch_id)
-                self.report.submitted += len(ids)
-            self._wait(submitted, len(fresh), f"wave {self.report.waves}")
+        submitted = self._submit(fresh, wave, outcomes)
+        if submitted:
+            typical = sum(self._durations) / len(self._durations) if self._durations else None
+            wait_for(self.endpoint, submitted, len(fresh), f"wave {self.report.waves}", self.poll_s, typical,
+                     self.progress)
             for batch_id in submitted:
                 outcomes.update(self.endpoint.results(batch_id))
                 self.journal.collected(batch_id)
@@ -305,6 +294,27 @@ class Waves:
             print(f"wave {self.report.waves}: {len(wave)} requests in {len(submitted)} batch(es) {' '.join(submitted)}, "
                   f"{time.monotonic() - started:.0f}s" + (f"; {adopted} collected from batches in flight" if adopted else "")
                   + (f"; {again} to submit again" if again else ""), file=sys.stderr)
+
+    def _submit(self, entries: list[dict[str, Any]], wave: dict[str, _Request],
+                outcomes: dict[str, Outcome]) -> list[str]:
+        """Submit the entries in batches within the limits, journaling each id as soon as the
+        provider accepts it; the requests of a rejected batch get the provider's reason."""
+        submitted = []
+        for part in self.endpoint.split(entries):
+            ids = [entry["custom_id"] for entry in part]
+            for cid in ids:
+                wave[cid].attempts += 1
+            try:
+                batch_id = self.endpoint.submit(part)
+            except BatchRejected as exc:
+                outcomes.update({cid: Outcome("rejected", reason=str(exc)) for cid in ids})
+                print(f"wave {self.report.waves}: {exc}", file=sys.stderr)
+                continue
+            self.journal.submitted(batch_id, ids)
+            submitted.append(batch_id)
+            self.report.batches.append(batch_id)
+            self.report.submitted += len(ids)
+        return submitted
 
     def _settle(self, request: _Request, outcome: Outcome) -> None:
         """Finish a request with its outcome, or leave it for the next wave (a retry)."""
@@ -320,27 +330,27 @@ class Waves:
         self._running += request.waiters  # they run again as soon as they wake
         request.ready.notify_all()
 
-    def _wait(self, batch_ids: list[str], requests: int, label: str) -> None:
-        """Poll the batches until all have ended, with a progress bar and an estimated finish."""
-        if not batch_ids:
-            return
-        delay, started = self.poll_s[0], time.monotonic()
-        typical = sum(self._durations) / len(self._durations) if self._durations else None
-        with tqdm(total=requests, desc=label, unit="req", disable=not self.progress, dynamic_ncols=True,
-                  file=sys.stderr, leave=False) as bar:
-            while True:
-                statuses = [self.endpoint.status(b) for b in batch_ids]
-                counts = {k: sum(s.counts.get(k, 0) for s in statuses)
-                          for k in ("succeeded", "errored", "expired", "canceled", "processing")}
-                bar.n = requests - counts["processing"]
-                failed = counts["errored"] + counts["expired"] + counts["canceled"]
-                left = f"{max(0.0, typical - (time.monotonic() - started)):.0f}s" if typical else "?"
-                bar.set_postfix_str(f"ok {counts['succeeded']} failed {failed} waiting {counts['processing']}"
-                                    f" · est. left {left} (as earlier waves) · {', '.join(batch_ids)}")
-                if all(s.ended for s in statuses):
-                    return
-                time.sleep(delay)
-                delay = min(delay * 1.5, self.poll_s[1])
+
+def wait_for(endpoint: BatchEndpoint, batch_ids: list[str], requests: int, label: str,
+             poll_s: tuple[float, float], typical: float | None, progress: bool) -> None:
+    """Poll the batches until all have ended, with a progress bar: requests succeeded, failed and
+    waiting, the batch ids, and the time left as earlier waves (`typical` seconds) took."""
+    delay, started = poll_s[0], time.monotonic()
+    with tqdm(total=requests, desc=label, unit="req", disable=not progress, dynamic_ncols=True,
+              file=sys.stderr, leave=False) as bar:
+        while True:
+            statuses = [endpoint.status(b) for b in batch_ids]
+            counts = {k: sum(s.counts.get(k, 0) for s in statuses)
+                      for k in ("succeeded", "errored", "expired", "canceled", "processing")}
+            bar.n = requests - counts["processing"]
+            failed = counts["errored"] + counts["expired"] + counts["canceled"]
+            left = f"{max(0.0, typical - (time.monotonic() - started)):.0f}s" if typical else "?"
+            bar.set_postfix_str(f"ok {counts['succeeded']} failed {failed} waiting {counts['processing']}"
+                                f" · est. left {left} (as earlier waves) · {', '.join(batch_ids)}")
+            if all(s.ended for s in statuses):
+                return
+            time.sleep(delay)
+            delay = min(delay * 1.5, poll_s[1])
 
 
 def _reason(exc: Any) -> str:
