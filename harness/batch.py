@@ -245,12 +245,18 @@ class Waves:
     def adopt(self) -> None:
         """Collect the batches a previous process submitted and did not collect (waiting for
         those still in flight); their results answer the same requests without a new batch."""
+        import anthropic
+
         for batch_id, custom_ids in self.journal.in_flight():
-            wait_for(self.endpoint, [batch_id], len(custom_ids), f"re-attached {batch_id}", self.poll_s, None,
-                     self.progress)
-            self._adopted.update(self.endpoint.results(batch_id))
+            try:
+                wait_for(self.endpoint, [batch_id], len(custom_ids), f"re-attached {batch_id}", self.poll_s, None,
+                         self.progress)
+                self._adopted.update(self.endpoint.results(batch_id))
+                self.report.batches.append(batch_id)
+            except anthropic.APIError as exc:  # deleted, or its results expired (29 days)
+                print(f"warning: the results of batch {batch_id} cannot be collected ({_reason(exc)}); its "
+                      f"{len(custom_ids)} requests are submitted again", file=sys.stderr)
             self.journal.collected(batch_id)
-            self.report.batches.append(batch_id)
         self.report.adopted = len(self._adopted)
 
     def run(self) -> WaveReport:
@@ -355,6 +361,8 @@ def wait_for(endpoint: BatchEndpoint, batch_ids: list[str], requests: int, label
 
 def _reason(exc: Any) -> str:
     """An HTTP error as the provider explained it: status, error type and message."""
+    if not hasattr(exc, "status_code"):  # no HTTP answer at all
+        return f"{type(exc).__name__}: {exc}"
     error = exc.body.get("error") if isinstance(exc.body, dict) else None
     if isinstance(error, dict) and error.get("message"):
         return f"HTTP {exc.status_code}: {error.get('type', 'error')}: {error['message']}"

@@ -287,3 +287,17 @@ def test_the_eval_setting_runs_in_batch_mode_without_the_flag(eval_file, tmp_pat
     assert result.returncode == 0, result.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert load_manifest(run_dir).waves == 4 and server.direct_messages == 1  # the preflight check only
+
+
+def test_a_journaled_batch_the_provider_no_longer_has_is_submitted_again(tmp_path, capsys):
+    from harness.batch import Waves
+    from harness.records import RunFolder
+
+    folder = RunFolder(tmp_path)
+    folder.submitted("msgbatch_gone", ["a", "b"])
+    with BatchServer() as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0)
+        waves = Waves(BatchEndpoint(client), folder, poll_s=(0.01, 0.01), progress=False)
+        waves.adopt()
+    assert waves.report.adopted == 0 and folder.in_flight() == []  # collected as far as it goes: never again
+    assert "batch msgbatch_gone cannot be collected (HTTP 404: not_found_error" in capsys.readouterr().err
