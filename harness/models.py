@@ -53,10 +53,7 @@ class Backend:
         (tokens, latency, whether it came from the cache) attached. `sample` > 0
         asks for another independent sample of the same request (a repeat): its own seed where the
         server takes one, and its own cache entry."""
-        sampling = self.sampling
-        if sample and "seed" in sampling:
-            sampling = {**sampling, "seed": sampling["seed"] + sample}
-        key = ResponseCache.key(self.identity, {**sampling, "sample": sample} if sample else sampling, request)
+        sampling, key = sampled(self.identity, self.sampling, request, sample)
         if self.cache and (hit := self.cache.get(key)) and reply_problem(hit) is None:  # never replay a bad entry
             return Reply(hit, cached=True)
         started = time.monotonic()
@@ -121,6 +118,15 @@ class Backend:
             return self.client.messages.count_tokens(model=self.model, **request).input_tokens
         except anthropic.APIError as exc:
             raise api_error(exc) from exc
+
+
+def sampled(identity: str, sampling: dict[str, Any], request: dict[str, Any],
+            sample: int = 0) -> tuple[dict[str, Any], str]:
+    """The sampling settings of sample `sample` of a request (its own seed where the server takes
+    one) and its cache key, which is also its batch custom_id."""
+    if sample and "seed" in sampling:
+        sampling = {**sampling, "seed": sampling["seed"] + sample}
+    return sampling, ResponseCache.key(identity, {**sampling, "sample": sample} if sample else sampling, request)
 
 
 def _data(response: Any) -> Any:

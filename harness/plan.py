@@ -22,6 +22,7 @@ from .batch import MAX_REQUESTS, Outcome, Status, Waves
 from .cache import ResponseCache
 from .client import ModelError, Reply, reply_problem
 from .config import Eval, Prices
+from .models import sampled
 from .run import CaseRunner, plan_cases
 
 CHARS_PER_TOKEN = 4  # when the endpoint cannot count: a common rule of thumb for English text
@@ -61,8 +62,7 @@ class Rehearsal:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def create(self, sample: int = 0, **request: Any) -> Reply:
-        key = ResponseCache.key(self.identity, {**self.sampling, "sample": sample} if sample else self.sampling,
-                                request)
+        _, key = sampled(self.identity, self.sampling, request, sample)
         if self.cache and (hit := self.answered.get(key) or self.cache.get(key)) and reply_problem(hit) is None:
             self.cached += 1
             return Reply(hit, cached=True)

@@ -301,3 +301,20 @@ def test_a_journaled_batch_the_provider_no_longer_has_is_submitted_again(tmp_pat
         waves.adopt()
     assert waves.report.adopted == 0 and folder.in_flight() == []  # collected as far as it goes: never again
     assert "batch msgbatch_gone cannot be collected (HTTP 404: not_found_error" in capsys.readouterr().err
+
+
+def test_the_plan_knows_a_repeated_sample_is_cached_under_its_own_seed(eval_file, tmp_path):
+    from harness.plan import estimate
+
+    eval_file.write_text(eval_file.read_text() + "temperature: 0.7\nrepeats: 2\n")
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with BatchServer(batch_delay_s=0.02) as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0)
+        backend = Backend(client, "fake", "batch-server", {"temperature": 0.7, "seed": 0}, cache=cache)
+        ev = load_eval(eval_file, batch=True)
+        ev.spec.batch_poll_seconds = 0.02
+        run_eval(ev, backend, tmp_path, progress=False, batch=BatchEndpoint(client))
+        seeds = {entry["params"]["seed"] for batch in server.batches.values() for entry in batch["requests"]}
+        plan = estimate(ev, backend.identity, backend.sampling, cache, backend)
+    assert seeds == {0, 1} and plan.cases == 12  # two samples of each case, each with its own seed
+    assert plan.direct.requests == plan.batch.requests == 0 and plan.cached > 0
