@@ -325,11 +325,11 @@ def _price(text: str) -> float:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from .cache import ResponseCache
     from .config import load_eval
     from .models import SetupError, open_model
-    import pandas as pd
-
     from .plan import costs, estimate
     from .render import plural
 
@@ -344,10 +344,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         model = open_model(ev.spec.model, base_url=base_url, temperature=ev.spec.temperature,
                            sampling=ev.spec.sampling)
         identity, sampling = model.identity, model.sampling
-    except SetupError as exc:  # e.g. no API key yet: plan from characters
+    except SetupError as exc:  # no API key yet (Claude's identity is its name): plan from characters
         print(f"note: {exc}; input tokens are estimated from characters", file=sys.stderr)
-        model, identity, sampling = None, base_url and f"{base_url}#{ev.spec.model}" or ev.spec.model, \
-            {"temperature": ev.spec.temperature, **ev.spec.sampling}
+        model, identity, sampling = None, ev.spec.model, {"temperature": ev.spec.temperature, **ev.spec.sampling}
     cache = None if args.no_cache else ResponseCache(Path(args.results) / "cache" / "responses.sqlite")
     plan = estimate(ev, identity, sampling, cache, counter=None if args.chars else model)
     print(f"plan: {args.eval} on {identity}: {plural(plan.cases, 'case')}, "
