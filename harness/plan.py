@@ -26,17 +26,20 @@ from .models import sampled
 from .run import CaseRunner, plan_cases
 
 CHARS_PER_TOKEN = 4  # when the endpoint cannot count: a common rule of thumb for English text
-FILLER = "note "  # the stand-in reply, repeated to the request's max_tokens
+# The stand-in's words: common ones, so that any tokenizer counts about one token per word
+# (a hex digest would cost several tokens per character pair and inflate every count).
+WORDS = ("alpha", "bravo", "cedar", "delta", "ember", "fable", "grove", "harbor", "island", "jungle", "kettle",
+         "lemon", "meadow", "nickel", "orbit", "pebble")
 
 
 def longest_reply(request: dict[str, Any]) -> dict[str, Any]:
-    """The stand-in model's answer: filler as long as the request's `max_tokens` allows, marked
-    with a digest of what it answers, so that different histories get different summaries and
-    replies (and stay different), as a real model's do."""
+    """The stand-in model's answer: filler as long as the request's `max_tokens` allows, its
+    words chosen by a digest of what it answers, so that different histories get different
+    summaries and replies (and stay different), as a real model's do."""
     digest = hashlib.sha256(json.dumps([request.get("system"), request["messages"]], sort_keys=True,
                                        ensure_ascii=False).encode()).hexdigest()[:8]
+    words = " ".join(WORDS[int(digit, 16)] for digit in digest) + " "
     chars = request["max_tokens"] * CHARS_PER_TOKEN
-    words = f"{FILLER}{digest} "
     text = (words * (chars // len(words) + 1))[:chars]
     return {"type": "message", "role": "assistant", "stop_reason": "max_tokens",
             "content": [{"type": "text", "text": text}],
