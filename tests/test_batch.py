@@ -62,6 +62,10 @@ def test_batch_records_equal_direct_records_through_retried_failures(eval_file, 
     # before the probe (budget 150), then the probes (they leave together); a retry on the
     # longest chain adds a wave.
     assert 4 <= manifest.waves <= 4 + failed
+    # Its latency is the wait for a wave, and the report says so.
+    from harness.report import text_report
+    assert "mean wait for its batch wave (s)" in text_report(batched)
+    assert "mean latency (s)" in text_report(direct)
 
 
 def test_waves_are_the_longest_chain_of_calls_and_a_rerun_makes_none(eval_file, tmp_path):
