@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from tqdm import tqdm
 
-from .client import ModelError, SetupError
+from .client import ModelError, SetupError, api_problem
 
 MAX_REQUESTS = 100_000  # per batch, as the Message Batches API allows
 MAX_BYTES = 256 * 1024 * 1024
@@ -76,10 +76,8 @@ class BatchEndpoint:
         try:
             self.client.with_options(max_retries=0, timeout=timeout).messages.batches.list(limit=1)
             return
-        except anthropic.APIStatusError as exc:
-            problem = _reason(exc)[:200]
         except (anthropic.APIError, ValueError) as exc:  # ValueError: a body that is not JSON
-            problem = f"{type(exc).__name__}: {str(exc)[:160]}"
+            problem = api_problem(exc)[:200]
         raise SetupError(f"--batch: {self.client.base_url} has no Message Batches API (/v1/messages/batches): "
                          f"{problem}; run without --batch")
 
@@ -101,11 +99,9 @@ class BatchEndpoint:
 
         try:
             return self.client.messages.batches.create(requests=entries).id
-        except anthropic.APIStatusError as exc:
-            raise BatchRejected(f"the provider rejected a batch of {len(entries)} requests: {_reason(exc)[:300]}") from None
         except anthropic.APIError as exc:
-            raise BatchRejected(f"a batch of {len(entries)} requests could not be submitted: "
-                                f"{type(exc).__name__}: {exc}") from None
+            verb = "the provider rejected" if isinstance(exc, anthropic.APIStatusError) else "could not submit"
+            raise BatchRejected(f"{verb} a batch of {len(entries)} requests: {api_problem(exc)[:300]}") from None
 
     def status(self, batch_id: str) -> Status:
         batch = self.client.messages.batches.retrieve(batch_id)
@@ -254,7 +250,7 @@ class Waves:
                 self._adopted.update(self.endpoint.results(batch_id))
                 self.report.batches.append(batch_id)
             except anthropic.APIError as exc:  # deleted, or its results expired (29 days)
-                print(f"warning: the results of batch {batch_id} cannot be collected ({_reason(exc)}); its "
+                print(f"warning: the results of batch {batch_id} cannot be collected ({api_problem(exc)}); its "
                       f"{len(custom_ids)} requests are submitted again", file=sys.stderr)
             self.journal.collected(batch_id)
         self.report.adopted = len(self._adopted)
@@ -357,16 +353,6 @@ def wait_for(endpoint: BatchEndpoint, batch_ids: list[str], requests: int, label
                 return
             time.sleep(delay)
             delay = min(delay * 1.5, poll_s[1])
-
-
-def _reason(exc: Any) -> str:
-    """An HTTP error as the provider explained it: status, error type and message."""
-    if not hasattr(exc, "status_code"):  # no HTTP answer at all
-        return f"{type(exc).__name__}: {exc}"
-    error = exc.body.get("error") if isinstance(exc.body, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return f"HTTP {exc.status_code}: {error.get('type', 'error')}: {error['message']}"
-    return f"HTTP {exc.status_code}: {exc.message}"
 
 
 def _permanent(outcome: Outcome) -> bool:

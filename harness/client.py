@@ -70,6 +70,19 @@ def reply_problem(data: Any) -> str | None:
     return None
 
 
+def api_problem(exc: Exception) -> str:
+    """An SDK error as the provider explained it: HTTP status, error type and message when the
+    body says them, else the error as the SDK gives it (no answer at all: its type and text)."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        return f"{type(exc).__name__}: {exc}"
+    body = getattr(exc, "body", None)
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return f"HTTP {status}: {error.get('type', 'error')}: {error['message']}"
+    return f"HTTP {status}: {getattr(exc, 'message', exc)}"
+
+
 def usage_of(response: dict[str, Any]) -> Usage:
     """The usage of a reply; a plain dict (a user's own client) carries only its token counts."""
     return response.usage if isinstance(response, Reply) else Reply(response).usage

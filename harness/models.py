@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import ResponseCache
-from .client import ModelError, Reply, SetupError, reply_problem
+from .client import ModelError, Reply, SetupError, api_problem, reply_problem
 
 LOCAL = "local"
 EMBEDDED_WEIGHTS = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -102,10 +102,8 @@ class Backend:
                 extra_body=self.sampling or None)))
         except json.JSONDecodeError as exc:
             problem = f"the body is not valid JSON ({exc})"
-        except anthropic.APIStatusError as exc:
-            problem = f"HTTP {exc.status_code}: {str(exc.message)[:160]}"
         except anthropic.APIError as exc:
-            problem = f"{type(exc).__name__}: {exc}"
+            problem = api_problem(exc)[:200]
         if problem:
             raise SetupError(f"{self.client.base_url} does not answer as a Messages API for model {self.model!r}: "
                              f"{problem}; check --base-url, the model name and that the server is running")
