@@ -18,12 +18,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from .batch import MAX_REQUESTS, Outcome, Status, Waves
+from .batch import BatchEndpoint, Outcome, Status, Waves
 from .cache import ResponseCache
 from .client import ModelError, Reply, reply_problem
 from .config import Eval, Prices
 from .models import sampled
-from .run import CaseRunner, plan_cases
+from .run import CaseRunner, in_waves, plan_cases
 
 CHARS_PER_TOKEN = 4  # when the endpoint cannot count: a common rule of thumb for English text
 # The stand-in's words: common ones, so that any tokenizer counts about one token per word
@@ -91,11 +91,12 @@ class Rehearsal:
         """A rehearsal sends nothing, so there is nothing to prove."""
 
 
-class StandIn:
-    """A batch endpoint that ends every batch at once, answering with `longest_reply` and
-    counting the tokens of what it was sent."""
+class StandIn(BatchEndpoint):
+    """A batch endpoint (split at the provider's limits, as the real one) that ends every batch
+    at once, answering with `longest_reply` and counting the tokens of what it was sent."""
 
     def __init__(self, counter: Any = None):
+        super().__init__(client=None)
         self.counter = counter  # a models.Backend whose count_tokens measures input; None: characters
         self.batches: dict[str, list[dict[str, Any]]] = {}
         self.tokens: dict[str, int] = {}  # input tokens by custom_id
@@ -109,9 +110,6 @@ class StandIn:
                 self.counter = None  # the endpoint cannot count: characters from here on
         text = json.dumps({k: request.get(k) for k in ("system", "messages", "tools")}, ensure_ascii=False)
         return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-    def split(self, entries: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-        return [entries[i:i + MAX_REQUESTS] for i in range(0, len(entries), MAX_REQUESTS)]
 
     def submit(self, entries: list[dict[str, Any]]) -> str:
         for entry in entries:
@@ -170,10 +168,8 @@ def estimate(ev: Eval, identity: str, sampling: dict[str, Any], cache: ResponseC
     endpoint = StandIn(counter)
     waves = Waves(endpoint, _Unrecorded(), poll_s=(0.0, 0.0), progress=False)
     client = Rehearsal(identity, sampling, cache, waves)
-    runner = CaseRunner(ev, client)
-    runner.ask_all = lambda requests: waves.map(runner.ask, requests)
     cases = plan_cases(ev)
-    futures = [waves.spawn(runner.run, case) for case in cases]
+    futures = in_waves(CaseRunner(ev, client), waves, cases)
     report = waves.run()
     for future in futures:
         future.result()  # a failure of the rehearsal itself is raised, not hidden

@@ -17,7 +17,7 @@ import io
 import platform
 import random
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -406,6 +406,13 @@ def _run_direct(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callable,
         pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
 
 
+def in_waves(runner: CaseRunner, waves: Waves, cases: list[Case]) -> list[Future]:
+    """Each case in its own participant of `waves` (see `batch.Waves`), its probes sent together;
+    `waves.run()` then drives them. The futures hold each case's records."""
+    runner.ask_all = lambda requests: waves.map(runner.ask, requests)
+    return [waves.spawn(runner.run, case) for case in cases]
+
+
 def _run_in_waves(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callable, folder: RunFolder,
                   about: Manifest, endpoint: BatchEndpoint, progress: bool) -> None:
     """Every case in its own thread; their requests leave in lock-step waves (`batch.Waves`),
@@ -413,9 +420,8 @@ def _run_in_waves(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callabl
     waves = Waves(endpoint, folder, poll_s=(ev.spec.batch_poll_seconds, max(60.0, ev.spec.batch_poll_seconds)),
                   progress=progress)
     runner.client.waves = waves
-    runner.ask_all = lambda requests: waves.map(runner.ask, requests)
     waves.adopt()
-    futures = [waves.spawn(runner.run, case) for case in todo]
+    futures = in_waves(runner, waves, todo)
     written, waves_before, batches_before = 0, about.waves or 0, list(about.batches)  # they add up over resumes
 
     def write_finished() -> None:
