@@ -3,15 +3,15 @@ in seconds, with one line saying what answered; bad replies are errors, never ca
 
 import json
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import anthropic
 import httpx2
 import pytest
 
 from fakes import FakeClient
+from loopback import Loopback
 from harness.cache import ResponseCache
 from harness.cli import main
 from harness.client import reply_problem
@@ -21,7 +21,7 @@ GOOD = {"id": "m", "type": "message", "role": "assistant", "model": "x", "stop_r
         "content": [{"type": "text", "text": "OK"}], "usage": {"input_tokens": 3, "output_tokens": 1}}
 
 
-class Endpoint:
+class Endpoint(Loopback):
     """A loopback server answering every POST with one fixed response (or raw bytes)."""
 
     def __init__(self, status=200, content_type="application/json", body=b"", raw=None):
@@ -45,17 +45,7 @@ class Endpoint:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 def _free_port() -> int:
