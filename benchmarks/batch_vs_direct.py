@@ -24,12 +24,13 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake batch server lives with the 
 
 from batch_server import BatchServer  # noqa: E402
 
-from harness.batch import BatchEndpoint  # noqa: E402
-from harness.config import load_eval  # noqa: E402
-from harness.generate import Options, generate  # noqa: E402
-from harness.models import Backend  # noqa: E402
+from harness.models.batch import BatchEndpoint  # noqa: E402
+from harness.execution.evals import load_eval  # noqa: E402
+from harness.inputs.generators.chat import Options, generate  # noqa: E402
+from harness.models.backends import Backend  # noqa: E402
 from harness.records import load_manifest, read_jsonl  # noqa: E402
-from harness.run import plan_cases, run_eval  # noqa: E402
+from harness.execution.cases import plan_cases  # noqa: E402
+from harness.execution.executors import run_eval  # noqa: E402
 
 LATENCY_S = 0.2
 
@@ -37,7 +38,7 @@ LATENCY_S = 0.2
 def write_eval(folder: Path, scenarios: int) -> Path:
     generate(Options(scenarios=scenarios, facts=4, filler_chars=300, filler_turns=None, seed=0,
                      supersede=0.0, distract=0.0, budget=None), folder)
-    (folder.parent / "seed.txt").write_text((REPO / "evals" / "prompts" / "seed.txt").read_text())
+    (folder.parent / "seed.txt").write_text((REPO / "harness" / "prompts" / "seed.txt").read_text())
     path = folder.parent / "bench.yaml"
     # Four cases per scenario: the summary and truncation at half the history, the ceiling, the floor.
     path.write_text(f"name: bench\nscenarios: ['{folder.name}/*.yaml']\nbudgets: ['50%']\nprompts: [seed.txt]\n"

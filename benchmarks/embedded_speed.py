@@ -6,7 +6,7 @@ Run by hand (not a test; timings are noisy): .venv/bin/python benchmarks/embedde
 import secrets
 import time
 
-from harness.models import open_model
+from harness.models.backends import open_model
 
 
 def main() -> None:

@@ -30,11 +30,12 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake client and the loopback serv
 from fakes import FakeAnthropic, FakeClient  # noqa: E402
 from fault_server import FaultServer  # noqa: E402
 
-from harness.cache import ResponseCache  # noqa: E402
-from harness.config import load_eval  # noqa: E402
-from harness.models import Backend, open_model  # noqa: E402
+from harness.models.cache import ResponseCache  # noqa: E402
+from harness.execution.evals import load_eval  # noqa: E402
+from harness.models.backends import Backend, open_model  # noqa: E402
 from harness.records import read_jsonl  # noqa: E402
-from harness.run import plan_cases, run_eval  # noqa: E402
+from harness.execution.cases import plan_cases  # noqa: E402
+from harness.execution.executors import run_eval  # noqa: E402
 
 
 class Timed:
@@ -69,7 +70,7 @@ def write_eval(folder: Path, scenarios: list[dict], budgets=("40%",), strategies
     (folder / "s").mkdir()
     for scenario in scenarios:
         (folder / "s" / f"{scenario['id']}.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
-    (folder / "seed.txt").write_text((REPO / "evals/prompts/seed.txt").read_text())
+    (folder / "seed.txt").write_text((REPO / "harness/prompts/seed.txt").read_text())
     (folder / "e.yaml").write_text(yaml.safe_dump({
         "name": "bench", "scenarios": ["s/*.yaml"], "budgets": list(budgets), "prompts": ["seed.txt"],
         "strategies": list(strategies), "summary_max_tokens": 64, "probe": {"max_tokens": 16}}))

@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the headless-Chromium helper lives wi
 from browser import CHROMIUM, inspect_page  # noqa: E402
 
 from harness.records import read_jsonl  # noqa: E402
-from harness.report import write_report  # noqa: E402
+from harness.reports.formats import write_report  # noqa: E402
 
 FILES = ("records.jsonl", "compactions.jsonl", "retention.jsonl", "scenarios.jsonl", "cases.jsonl")
 

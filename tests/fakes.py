@@ -8,8 +8,8 @@ from typing import Any, Callable
 
 import anthropic
 
-from harness.client import Reply
-from harness.models import api_error
+from harness.models.client import Reply
+from harness.models.backends import api_error
 
 
 class FakeClient:
@@ -44,7 +44,7 @@ class FakeClient:
 
 
 class FakeAnthropic:
-    """Stands in for `anthropic.Anthropic()` behind a real `harness.models.Backend`:
+    """Stands in for `anthropic.Anthropic()` behind a real `harness.models.backends.Backend`:
     `.messages.create` answers through a FakeClient and returns an SDK-like response."""
 
     def __init__(self, reply: Callable[[dict[str, Any]], Any] | None = None):

@@ -13,12 +13,12 @@ import anthropic
 import pytest
 
 from batch_server import BatchServer
-from harness.batch import BatchEndpoint
-from harness.cache import ResponseCache
-from harness.config import load_eval
-from harness.models import Backend
+from harness.models.batch import BatchEndpoint
+from harness.models.cache import ResponseCache
+from harness.execution.evals import load_eval
+from harness.models.backends import Backend
 from harness.records import load_manifest, read_jsonl
-from harness.run import run_eval
+from harness.execution.executors import run_eval
 
 FILES = ("records.jsonl", "compactions.jsonl", "retention.jsonl")
 
@@ -63,7 +63,7 @@ def test_batch_records_equal_direct_records_through_retried_failures(eval_file, 
     # longest chain adds a wave.
     assert 4 <= manifest.waves <= 4 + failed
     # Its latency is the wait for a wave, and the report says so.
-    from harness.report import text_report
+    from harness.reports.formats import text_report
     assert "mean wait for its batch wave (s)" in text_report(batched)
     assert "mean latency (s)" in text_report(direct)
 
@@ -225,7 +225,7 @@ def test_batch_on_a_server_without_a_batch_endpoint_fails_in_seconds(eval_file, 
 
 
 def test_the_plan_predicts_requests_waves_and_tokens_of_a_run_on_a_model_that_answers_at_length(eval_file, tmp_path):
-    from harness.plan import estimate, longest_reply
+    from harness.execution.rehearsal import estimate, longest_reply
 
     def at_length(params):  # the model the plan assumes: every reply as long as max_tokens allows
         return {**longest_reply(params), "id": "msg_1", "model": params["model"]}
@@ -248,8 +248,8 @@ def test_the_plan_predicts_requests_waves_and_tokens_of_a_run_on_a_model_that_an
 
 
 def test_the_plan_command_prices_direct_and_batch_execution(eval_file, tmp_path):
-    from harness.config import Prices
-    from harness.plan import Estimate, Work, costs
+    from harness.inputs.evalfile import Prices
+    from harness.execution.rehearsal import Estimate, Work, costs
 
     million = Estimate(1, 0, Work(10, 2_000_000, 1_000_000), Work(8, 1_000_000, 500_000), 3, 3, "characters")
     assert costs(million, Prices(input=3, output=15)) == {"direct": 21.0, "batch": 5.25}  # 6 + 15; (3 + 7.5) / 2
@@ -275,7 +275,7 @@ def test_the_plan_command_prices_direct_and_batch_execution(eval_file, tmp_path)
 
 
 def test_a_negative_price_in_an_eval_file_names_its_line(eval_file):
-    from harness.inputs import InputError
+    from harness.errors import InputError
 
     eval_file.write_text(eval_file.read_text() + "prices:\n  input: -3\n  output: 15\n")
     with pytest.raises(InputError) as error:
@@ -294,7 +294,7 @@ def test_the_eval_setting_runs_in_batch_mode_without_the_flag(eval_file, tmp_pat
 
 
 def test_a_journaled_batch_the_provider_no_longer_has_is_submitted_again(tmp_path, capsys):
-    from harness.batch import Waves
+    from harness.execution.waves import Waves
     from harness.records import RunFolder
 
     folder = RunFolder(tmp_path)
@@ -308,7 +308,7 @@ def test_a_journaled_batch_the_provider_no_longer_has_is_submitted_again(tmp_pat
 
 
 def test_the_plan_knows_a_repeated_sample_is_cached_under_its_own_seed(eval_file, tmp_path):
-    from harness.plan import estimate
+    from harness.execution.rehearsal import estimate
 
     eval_file.write_text(eval_file.read_text() + "temperature: 0.7\nrepeats: 2\n")
     cache = ResponseCache(tmp_path / "cache.sqlite")

@@ -3,9 +3,10 @@
 import io
 
 from fakes import FakeClient
-from harness.agent import Agent, chat
-from harness.client import Reply
-from harness.compaction import CompactionSettings
+from harness.execution.agent import Agent
+from harness.execution.chat import chat
+from harness.models.client import Reply
+from harness.compaction.seed import CompactionSettings
 
 
 class Cutting(FakeClient):

@@ -6,9 +6,10 @@ import random
 from hypothesis import given, settings, strategies as st
 
 from fakes import FakeClient
-from harness.agent import Agent, Tool, ToolRegistry
-from harness.compaction import (ACKNOWLEDGEMENT, CompactionEvent, CompactionSettings, compact,
-                                exchange_starts, history_size, render_message, truncate)
+from harness.execution.agent import Agent, Tool, ToolRegistry
+from harness.compaction.seed import ACKNOWLEDGEMENT, CompactionSettings, compact, truncate
+from harness.messages import exchange_starts, history_size, render_message
+from harness.records.schema import CompactionEvent
 
 SUMMARY_SETTINGS = CompactionSettings(summary_prompt="SUMMARISE", keep_recent=1)
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.config import load_eval
-from harness.inputs import InputError
+from harness.execution.evals import load_eval
+from harness.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = (REPO / "tests" / "data" / "tiny.yaml")
@@ -102,7 +102,7 @@ def test_validate_counts_what_a_run_would_do(eval_file, capsys):
 
 
 def test_summary_layout_defaults_by_model_and_shapes_the_request(folder):
-    from harness.compaction import CompactionSettings, summary_request
+    from harness.compaction.seed import CompactionSettings, summary_request
 
     assert load_eval(write(folder, BASE)).spec.summary_layout == "transcript-first"  # the embedded model
     assert load_eval(write(folder, BASE + "model: claude-x\n")).spec.summary_layout == "system"

@@ -8,12 +8,12 @@ import anthropic
 import pytest
 
 from browser import CHROMIUM, inspect_page
-from harness.agent import Agent
+from harness.execution.agent import Agent
 from harness.cli import main
-from harness.compaction import ACKNOWLEDGEMENT, CompactionSettings, SUMMARY_PREFIX
-from harness.models import open_model
+from harness.compaction.seed import ACKNOWLEDGEMENT, CompactionSettings, SUMMARY_PREFIX
+from harness.models.backends import open_model
 from harness.records import read_jsonl
-from harness.score import VERDICTS
+from harness.scoring.verdict import VERDICTS
 
 pytestmark = pytest.mark.e2e
 DATA = Path(__file__).parent / "data"
@@ -58,7 +58,7 @@ def test_server_is_local_only_and_needs_its_key(local):
 
 
 def test_a_small_eval_end_to_end(tmp_path, capsys, monkeypatch):
-    (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "evals/prompts/seed.txt").read_text())
+    (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "harness/prompts/seed.txt").read_text())
     for name in ("tiny.yaml", "tiny-tools.yaml"):
         (tmp_path / name).write_text((DATA / name).read_text())
     (tmp_path / "e.yaml").write_text(
@@ -118,7 +118,7 @@ def test_a_locomo_slice_end_to_end(tmp_path, capsys):
     qa = [q for q in raw["qa"] if q.get("evidence") and all(e.split(":")[0] in ("D1", "D2") for e in q["evidence"])]
     (tmp_path / "slice.json").write_text(json.dumps({**conversation, "qa": qa}))
     assert main(["import", "locomo", str(tmp_path / "slice.json"), "--out", str(tmp_path)]) == 0
-    (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "evals/prompts/seed.txt").read_text())
+    (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "harness/prompts/seed.txt").read_text())
     (tmp_path / "e.yaml").write_text(
         "name: slice\nscenarios: [slice.yaml]\nbudgets: ['40%']\nprompts: [seed.txt]\nstrategies: [summary]\n"
         "summary_max_tokens: 96\nsummary_transcript_chars: 2000\nprobe: {max_tokens: 32, sample: 4}\n")
@@ -148,7 +148,7 @@ def test_no_api_key_reaches_any_output(tmp_path, monkeypatch, capsys):
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet"]) == 0
     (run_dir,) = (results / "runs").iterdir()
     assert main(["report", str(run_dir)]) == 0
-    from harness.models import _servers
+    from harness.models.local import _servers
     server_keys = [key for _, key in _servers.values()]
     printed = "".join(capsys.readouterr())
     files = [p for p in results.rglob("*") if p.is_file()]
@@ -163,10 +163,10 @@ def test_generated_facts_retention_and_the_no_history_control(tmp_path, capsys):
     """A generated scenario on the embedded model: retention is measured per folded fact and
     compaction, the report shows it with prompt sensitivity, and with no history the model
     cannot guess the generated values (the control stays near 0%)."""
-    from harness.generate import Options, generate
+    from harness.inputs.generators.chat import Options, generate
 
     generate(Options(scenarios=1, facts=8, filler_chars=0, seed=11), tmp_path / "gen")
-    evals = Path(__file__).parents[1] / "evals" / "prompts"
+    evals = Path(__file__).parents[1] / "harness" / "prompts"
     (tmp_path / "e.yaml").write_text(
         f"name: gen-e2e\nscenarios: ['gen/*.yaml']\nbudgets: ['50%']\nprompts: ['{evals / 'fact-list.txt'}']\n"
         f"control_prompt: '{evals / 'keeps-nothing.txt'}'\nstrategies: [summary, no-history]\n"
@@ -186,7 +186,7 @@ def test_generated_facts_retention_and_the_no_history_control(tmp_path, capsys):
 def test_the_report_of_a_real_run_in_headless_chromium(tmp_path, capsys):
     """A real embedded run's HTML report: its plots decode, and the explorer, filtered to one fact,
     shows the summary that fact passed through and the model's answer; a screenshot is kept."""
-    (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "evals/prompts/seed.txt").read_text())
+    (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "harness/prompts/seed.txt").read_text())
     (tmp_path / "tiny.yaml").write_text((DATA / "tiny.yaml").read_text())
     (tmp_path / "e.yaml").write_text(
         "name: page\nscenarios: [tiny.yaml]\nbudgets: [300]\nprompts: [seed.txt]\nstrategies: [summary, none]\n"
@@ -211,7 +211,7 @@ def test_langchain_eval_on_the_embedded_model(tmp_path, capsys):
     through the embedded model and its retention is measured beside our prompts'."""
     pytest.importorskip("langchain.agents.middleware.summarization")
     eval_file = Path(__file__).parents[1] / "evals" / "langchain.yaml"
-    seed = str(eval_file.parent / "prompts" / "seed.txt")
+    seed = str(eval_file.parents[1] / "harness" / "prompts" / "seed.txt")
     assert main(["run", str(eval_file), "--budget", "40%", "--prompt", seed, "--no-probes", "--results", str(tmp_path),
                  "--quiet"]) == 0
     assert "summary: seed" in capsys.readouterr().out
@@ -229,11 +229,11 @@ def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, 
     import anthropic
 
     from batch_server import BatchServer
-    from harness.batch import BatchEndpoint
-    from harness.cache import ResponseCache
-    from harness.config import load_eval
-    from harness.models import Backend
-    from harness.run import run_eval
+    from harness.models.batch import BatchEndpoint
+    from harness.models.cache import ResponseCache
+    from harness.execution.evals import load_eval
+    from harness.models.backends import Backend
+    from harness.execution.executors import run_eval
 
     eval_file = Path(__file__).parents[1] / "evals" / "smoke.yaml"
     assert main(["run", str(eval_file), "--batch", "--results", str(tmp_path), "--quiet"]) == 1

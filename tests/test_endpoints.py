@@ -12,10 +12,10 @@ import pytest
 
 from fakes import FakeClient
 from loopback import Loopback
-from harness.cache import ResponseCache
+from harness.models.cache import ResponseCache
 from harness.cli import main
-from harness.client import reply_problem
-from harness.models import open_model
+from harness.models.client import reply_problem
+from harness.models.backends import open_model
 
 GOOD = {"id": "m", "type": "message", "role": "assistant", "model": "x", "stop_reason": "end_turn",
         "content": [{"type": "text", "text": "OK"}], "usage": {"input_tokens": 3, "output_tokens": 1}}
@@ -122,7 +122,7 @@ def test_what_counts_as_a_messages_reply(data, problem):
 def test_a_run_with_too_many_errors_exits_non_zero(eval_file, tmp_path, capsys, monkeypatch):
     def failing(request):
         raise anthropic.APIConnectionError(request=httpx2.Request("POST", "http://127.0.0.1/v1/messages"))
-    monkeypatch.setattr("harness.models.open_model", lambda *a, **k: FakeClient(failing))
+    monkeypatch.setattr("harness.execution.executors.open_model", lambda *a, **k: FakeClient(failing))
     assert main(["run", str(eval_file), "--results", str(tmp_path), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "of the run's observations failed with errors" in err and "100%" in err

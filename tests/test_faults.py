@@ -5,11 +5,11 @@ import anthropic
 import pytest
 
 from fault_server import FAULTS, FaultServer
-from harness.config import load_eval
-from harness.models import Backend
+from harness.execution.evals import load_eval
+from harness.models.backends import Backend
 from harness.records import load_records, read_jsonl
-from harness.report import recall_by_budget
-from harness.run import run_eval
+from harness.reports.tables import recall_by_budget
+from harness.execution.executors import run_eval
 
 
 def run_against(server: FaultServer, eval_file, out, retries: int):

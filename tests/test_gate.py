@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.compare import pair
+from harness.analysis.compare import pair
 from harness.records import load_records
-from harness.report import html_report, markdown_report, write_report
-from harness.stats import wilson
+from harness.reports.formats import html_report, markdown_report, write_report
+from harness.analysis.stats import wilson
 from browser import CHROMIUM, inspect_page
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf:98362432"
@@ -238,9 +238,9 @@ def test_a_model_that_ignores_its_summary_prompt_cannot_be_gated(tmp_path, capsy
 
 
 def test_the_gate_checks_the_baseline_and_prompt_before_any_model_call(tmp_path, capsys, monkeypatch, eval_file):
-    import harness.models
+    import harness.execution.executors
 
-    monkeypatch.setattr(harness.models, "open_model", lambda *a, **k: pytest.fail("a model was opened"))
+    monkeypatch.setattr(harness.execution.executors, "open_model", lambda *a, **k: pytest.fail("a model was opened"))
     results = tmp_path / "results"
     assert main(["gate", str(eval_file), "--results", str(results)]) == 1
     assert "no baseline at" in capsys.readouterr().err
@@ -250,7 +250,7 @@ def test_the_gate_checks_the_baseline_and_prompt_before_any_model_call(tmp_path,
 
 
 def load_records_name(eval_file: Path) -> str:
-    from harness.config import load_eval
+    from harness.execution.evals import load_eval
     return load_eval(eval_file).spec.name
 
 
@@ -266,7 +266,8 @@ def test_a_baseline_with_other_sampling_or_layout_cannot_judge(tmp_path, capsys)
 
 def test_analysis_never_imports_the_runner_the_agent_or_the_sdk():
     # (it reads the strategy registry in harness.compaction, which imports nothing of the agent's)
-    code = ("import sys, harness.gate, harness.report, harness.compare, harness.records; "
-            "print(sorted(m for m in sys.modules if m in ('anthropic', 'harness.run', 'harness.agent', 'xllamacpp')))")
+    code = ("import sys, harness.analysis.gate, harness.reports.formats, harness.analysis.compare, harness.records; "
+            "print(sorted(m for m in sys.modules if m in ('anthropic', 'harness.execution.runner', "
+            "'harness.execution.agent', 'xllamacpp')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -7,16 +7,17 @@ from pathlib import Path
 import pytest
 
 from fakes import FakeAnthropic, FakeClient
-from harness.cache import ResponseCache
+from harness.models.cache import ResponseCache
 from harness.cli import main
-from harness.config import load_eval
-from harness.generate import Options, generate
-from harness.models import Backend
-from harness.report import html_report, text_report
+from harness.execution.evals import load_eval
+from harness.inputs.generators.chat import Options, generate
+from harness.models.backends import Backend
+from harness.reports.formats import html_report, text_report
 from harness.records import read_jsonl
-from harness.run import plan_cases, run_eval
-from harness.scenario import load_scenario, probes
-from harness.score import Expectation, states_about
+from harness.execution.cases import plan_cases
+from harness.execution.executors import run_eval
+from harness.inputs.scenario import load_scenario, probes
+from harness.scoring.matchers import Expectation, states_about
 
 
 def write_eval(folder: Path, extra: str = "") -> Path:
@@ -132,7 +133,7 @@ def test_repeats_at_temperature_zero_collapse_and_above_zero_are_new_samples(tmp
 def test_cli_warns_when_repeats_would_be_copies(tmp_path, capsys, monkeypatch):
     generate(Options(scenarios=1, facts=4, filler_chars=0, seed=2, supersede=0), tmp_path / "gen")
     path = write_eval(tmp_path, "repeats: 4\n")
-    import harness.models
-    monkeypatch.setattr(harness.models, "open_model", lambda *a, **k: FakeClient(summariser))
+    import harness.execution.executors
+    monkeypatch.setattr(harness.execution.executors, "open_model", lambda *a, **k: FakeClient(summariser))
     assert main(["run", str(path), "--results", str(tmp_path / "results"), "--quiet"]) == 0
     assert "warning: 4 repeats at temperature 0 would be copies of one answer; collapsed to 1" in capsys.readouterr().err

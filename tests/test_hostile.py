@@ -10,14 +10,14 @@ import pytest
 
 from fakes import FakeClient
 from harness.cli import main
-from harness.config import load_eval
-from harness.run import run_eval
+from harness.execution.evals import load_eval
+from harness.execution.executors import run_eval
 from test_run import oracle
 
 
 @pytest.fixture
 def no_model(monkeypatch):
-    monkeypatch.setattr("harness.models.open_model", lambda *a, **k: pytest.fail("a model was opened"))
+    monkeypatch.setattr("harness.execution.executors.open_model", lambda *a, **k: pytest.fail("a model was opened"))
 
 
 @pytest.mark.parametrize("argv, flag", [

@@ -10,11 +10,13 @@ import pytest
 
 from fakes import FakeClient
 from harness.cli import main
-from harness.compaction import SUMMARY_PREFIX, CompactionSettings, TranscriptTooLarge, compact
-from harness.inputs import InputError
-from harness.locomo import import_locomo
-from harness.scenario import probes
-from harness.score import Expectation, Target, TokenF1, token_f1, verdict
+from harness.compaction.seed import CompactionSettings, SUMMARY_PREFIX, TranscriptTooLarge, compact
+from harness.errors import InputError
+from harness.inputs.importers.locomo import import_locomo
+from harness.inputs.scenario import probes
+from harness.scoring.matchers import Expectation, Target, TokenF1
+from harness.scoring.normalize import token_f1
+from harness.scoring.verdict import verdict
 
 # shared/ sits beside the checkout, here and in CI.
 CONV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "conv-26.json"

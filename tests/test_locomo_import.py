@@ -7,10 +7,11 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.inputs import InputError
-from harness.locomo import import_locomo
-from harness.scenario import probes
-from harness.score import Expectation, LocomoF1
+from harness.errors import InputError
+from harness.inputs.importers.locomo import import_locomo
+from harness.inputs.scenario import probes
+from harness.scoring.matchers import LocomoF1
+from harness.scoring.matchers import Expectation
 
 A, B = "Ann", "Bo"
 

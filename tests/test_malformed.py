@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.inputs import MAX_FILE_BYTES
+from harness.inputs.files import MAX_FILE_BYTES
 
 CORPUS = sorted((Path(__file__).parent / "data" / "malformed").glob("*.yaml"))
 
@@ -18,7 +18,7 @@ def test_the_corpus_is_large_enough():
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_rejected_with_file_line_and_field(path, capsys, monkeypatch):
-    monkeypatch.setattr("harness.models.open_model", lambda *a, **k: pytest.fail("a model was opened"))
+    monkeypatch.setattr("harness.execution.executors.open_model", lambda *a, **k: pytest.fail("a model was opened"))
     line, field, message = re.fullmatch(r"# expect: line=(\d+) field=(\S*) message=(.+)",
                                         path.read_text().splitlines()[0]).groups()
     command = "run" if path.name.startswith("e") else "validate"

@@ -5,7 +5,8 @@ import importlib.util
 import pytest
 
 from harness.cli import main
-from harness.models import SetupError, open_model
+from harness.models.backends import open_model
+from harness.models.client import SetupError
 
 
 def test_claude_without_a_key(monkeypatch):

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from harness.cli import main
 from harness.records import load_run
-from harness.report import best_variant, comparison_table, text_report
+from harness.reports.comparisons import best_variant, comparison_table
+from harness.reports.formats import text_report
 
 MODEL = "m"
 

@@ -9,15 +9,18 @@ import httpx2
 import pytest
 
 from fakes import FakeAnthropic, FakeClient
-from harness.agent import AGENT_SYSTEM
-from harness.cache import ResponseCache
+from harness.execution.agent import AGENT_SYSTEM
+from harness.models.cache import ResponseCache
 from harness.cli import main
-from harness.config import load_eval
-from harness.inputs import InputError
-from harness.models import Backend
+from harness.execution.evals import load_eval
+from harness.errors import InputError
+from harness.models.backends import Backend
 from harness.records import RunFolder, load_records, read_jsonl
-from harness.report import mean_f1_by_budget, recall_by_budget, text_report, where_lost
-from harness.run import CaseRunner, plan_cases, run_eval
+from harness.reports.formats import text_report
+from harness.reports.tables import mean_f1_by_budget, recall_by_budget, where_lost
+from harness.execution.cases import plan_cases
+from harness.execution.executors import run_eval
+from harness.execution.runner import CaseRunner
 
 # tests/data/locker: a scenario with a fact in a user line, one in a tool result and a
 # supersession, and an eval running it at 150 characters and at 100% with every strategy.
@@ -316,7 +319,7 @@ def test_subsets_run_part_of_an_eval_and_name_what_exists(eval_file, tmp_path, c
     eval_file.write_text(eval_file.read_text().replace("prompts: [user-lines.txt]", "prompts: [user-lines.txt, terse.txt]"))
     assert {p.id for p in load_eval(eval_file, prompt_ids=["terse"]).prompts} == {"terse"}
     assert [s.id for s in load_eval(eval_file, scenario_ids=["locker"]).scenarios] == ["locker"]
-    monkeypatch.setattr("harness.models.open_model", lambda *a, **k: pytest.fail("a model was opened"))
+    monkeypatch.setattr("harness.execution.executors.open_model", lambda *a, **k: pytest.fail("a model was opened"))
     for flag, value, message in (("--scenario", "lockr", "no scenario 'lockr' in this eval (it has: locker)"),
                                  ("--prompt-id", "tarse", "no prompt 'tarse' in this eval (it has: user-lines, terse)")):
         assert main(["run", str(eval_file), flag, value, "--results", str(tmp_path)]) == 1

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.inputs import InputError
-from harness.scenario import load_scenario, probes
+from harness.errors import InputError
+from harness.inputs.scenario import load_scenario, probes
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -3,8 +3,10 @@
 import pytest
 
 from fakes import FakeClient
-from harness.score import (Expectation, JudgeError, Target, abstains, judge_says_recalled, mentions,
-                           normalize, states, verdict)
+from harness.execution.judge import JudgeError, judge_says_recalled
+from harness.scoring.matchers import Expectation, Target, mentions, states
+from harness.scoring.normalize import normalize
+from harness.scoring.verdict import abstains, verdict
 
 
 @pytest.mark.parametrize("text, normal", [

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from harness.stats import design_effect, minimum_detectable_drop, paired_test, rate, wilson
+from harness.analysis.stats import design_effect, minimum_detectable_drop, paired_test, rate, wilson
 
 
 def crafted_pairs():

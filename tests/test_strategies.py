@@ -8,16 +8,16 @@ import sys
 import pytest
 
 from fakes import FakeClient
-from harness import gate
+from harness.analysis import gate
 from harness.cli import main
-from harness.client import Reply
-from harness.config import load_eval
+from harness.models.client import Reply
+from harness.execution.evals import load_eval
 from harness.records import load_run, read_jsonl
-from harness.run import run_eval
+from harness.execution.executors import run_eval
 from test_run import oracle
 
 STRATEGIES = '''
-from harness.compaction import exchange_starts, render_message
+from harness.messages import exchange_starts, render_message
 
 
 def _fold(messages, context, wording):

@@ -19,7 +19,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ..compaction import Message, StrategyContext, exchange_starts, tool_result_text
+from ..compaction.custom import StrategyContext
+from ..messages import Message, content_text, exchange_starts
 
 
 class HarnessChatModel(BaseChatModel):
@@ -38,7 +39,7 @@ class HarnessChatModel(BaseChatModel):
         turns = [{"role": "assistant" if isinstance(m, AIMessage) else "user", "content": m.text}
                  for m in messages if not isinstance(m, SystemMessage)]
         response = self.client.create(max_tokens=self.max_tokens, messages=turns, **({"system": system} if system else {}))
-        text = "".join(b.get("text", "") for b in response.get("content", []) if b.get("type") == "text")
+        text = content_text(response.get("content", []), separator="")
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
 
@@ -50,13 +51,13 @@ def _to_langchain(messages: list[Message]) -> list[BaseMessage]:
         if isinstance(content, str):
             converted.append((HumanMessage if message["role"] == "user" else AIMessage)(content=content, id=mid))
         elif message["role"] == "assistant":
-            text = "\n".join(b["text"] for b in content if b["type"] == "text")
+            text = content_text(content)
             calls = [{"name": b["name"], "args": b.get("input") or {}, "id": b["id"]} for b in content
                      if b["type"] == "tool_use"]
             converted.append(AIMessage(content=text, tool_calls=calls, id=mid))
         else:
             results = [b for b in content if b["type"] == "tool_result"]
-            converted += [ToolMessage(content=tool_result_text(b), tool_call_id=b["tool_use_id"],
+            converted += [ToolMessage(content=content_text(b.get("content") or ""), tool_call_id=b["tool_use_id"],
                                       id=f"{mid}.{i}") for i, b in enumerate(results)] or \
                          [HumanMessage(content=str(content), id=mid)]
     return converted

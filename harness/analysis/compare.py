@@ -1,0 +1,124 @@
+"""Paired comparison of two variants on the same facts, for both metrics:
+
+- **recall**: whether the probe answer states the fact (one 0/1 value per probe record);
+- **retention**: whether the summaries state the fact's value, no probe needed (per unit, the
+  share of the compactions that folded the fact whose summary still states it).
+
+Units pair when scenario, fact, budget, strategy and repeat agree; a unit with an error on
+either side is left out. The difference is tested over scenarios (see `stats.paired_test`):
+facts of one conversation share its summaries, so they are not independent evidence. The facts
+that flipped each way are listed, so users see *what* a prompt loses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import pandas as pd
+
+from ..records.load import failed
+from .stats import PairedTest, paired_test
+
+PAIR_KEY = ["scenario", "fact", "budget", "strategy", "repeat"]
+VARIANT_KEY = ["scenario", "fact", "budget", "repeat"]  # two strategies' units of one fact at one budget
+
+
+def recall_units(records: pd.DataFrame) -> pd.DataFrame:
+    """One unit per scored probe record: value 1 when recalled."""
+    scored = records[~failed(records, "recall")]
+    columns = PAIR_KEY + ["prompt", "expected", "answer", "kind"]
+    units = scored.reindex(columns=columns).copy()
+    units["value"] = (scored["verdict"] == "recalled").astype(float).to_numpy()
+    return units
+
+
+def retention_units(retention: pd.DataFrame) -> pd.DataFrame:
+    """One unit per (case, fact): the share of its compactions whose summary stated it."""
+    if retention.empty or "retained" not in retention:
+        return pd.DataFrame(columns=PAIR_KEY + ["prompt", "expected", "answer", "kind", "value"])
+    known = retention[retention["retained"].notna()].copy()
+    known["budget"] = known["budget"].astype("object").fillna("-")
+    known["prompt"] = known["prompt"].astype("object").fillna("-")
+    known["retained"] = known["retained"].astype(float)
+    units = known.groupby(PAIR_KEY + ["prompt"]).agg(
+        value=("retained", "mean"), expected=("expected", "last"), kind=("kind", "first")).reset_index()
+    units["answer"] = None
+    return units
+
+
+@dataclass
+class Comparison:
+    label_a: str
+    label_b: str
+    pairs: pd.DataFrame  # one row per paired unit: hit_a and hit_b (0/1, or shares for retention)
+    metric: str = "recall"
+
+    @property
+    def n(self) -> int:
+        return len(self.pairs)
+
+    @cached_property
+    def test(self) -> PairedTest:
+        return paired_test(self.pairs["hit_a"], self.pairs["hit_b"], self.pairs["scenario"])
+
+    @property
+    def recall_a(self) -> float:
+        return self.test.mean_a
+
+    @property
+    def recall_b(self) -> float:
+        return self.test.mean_b
+
+    @property
+    def difference(self) -> float:
+        """B minus A, on the same units."""
+        return self.test.difference
+
+    @property
+    def p_value(self) -> float | None:
+        return self.test.p_value
+
+    @property
+    def lost(self) -> pd.DataFrame:
+        """Units A kept better than B."""
+        return self.pairs[self.pairs["hit_a"] > self.pairs["hit_b"]]
+
+    @property
+    def gained(self) -> pd.DataFrame:
+        return self.pairs[self.pairs["hit_a"] < self.pairs["hit_b"]]
+
+
+def units(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The units a metric pairs and tests: per probe record for recall, per (case, fact) for retention."""
+    return retention_units(rows) if metric == "retention" else recall_units(rows)
+
+
+def pair_units(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str, metric: str,
+               key: list[str] = PAIR_KEY) -> Comparison:
+    """Units of A and B paired on `key` (by default the same fact, budget, strategy and repeat)."""
+    left, right = a.copy(), b.copy()
+    for side in (left, right):
+        side["budget"] = side["budget"].astype("object").fillna("-")
+    pairs = left.merge(right, on=key, suffixes=("_a", "_b"))
+    pairs = pairs.rename(columns={f"{k}_b": k for k in PAIR_KEY if k not in key})
+    pairs = pairs.rename(columns={"value_a": "hit_a", "value_b": "hit_b"})
+    return Comparison(label_a, label_b, pairs.reset_index(drop=True), metric)
+
+
+def pair(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Comparison:
+    """Pair two sets of probe records fact by fact on recall."""
+    return pair_units(recall_units(a), recall_units(b), label_a, label_b, "recall")
+
+
+def pair_retention(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str) -> Comparison:
+    """Pair two sets of retention rows fact by fact on retention."""
+    return pair_units(retention_units(a), retention_units(b), label_a, label_b, "retention")
+
+
+def sensitivity(summary: pd.DataFrame, control: str) -> dict[str, Comparison]:
+    """Per summary prompt, its retention paired against the keeps-nothing control's (A: control);
+    `summary`: retention rows of strategies that take a prompt."""
+    reference = summary[summary["prompt"] == control]
+    return {prompt: pair_retention(reference, summary[summary["prompt"] == prompt], control, prompt)
+            for prompt in sorted(set(summary["prompt"].dropna()) - {control})}

@@ -1,0 +1,228 @@
+"""Gating summary-prompt changes: a candidate run against a committed baseline run.
+
+For each metric both runs measured (retention: do the summaries state the facts; recall: do the
+probe answers), a cell (summary prompt x budget, plus each prompt over all budgets) fails when
+the metric drops by more than `max_drop` *and* the paired test over scenarios says the drop is
+significant at `alpha`, or when it falls under `floor`. A prompt also fails when its median
+summary is more than `max_summary_growth` longer than the baseline's (keeping facts by not
+compressing is no gain).
+
+When nothing fails, the gate may still be unable to *pass* a candidate (exit 1, with the reason):
+when the eval cannot detect a drop of `max_drop` (the minimum detectable drop at `power`, from
+the baseline), or when the baseline shows that the model is not steered by its summary prompt
+(its best prompt's retention is not significantly above the keeps-nothing control's). It also
+cannot judge when the baseline is missing or from another model, when nothing pairs up, or when
+errors exceed `max_error_rate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..inputs.evalfile import GateSettings
+from ..records import Manifest, Run, load_run
+from ..records.folder import BASELINE_FILES
+from ..records.load import budget_order, failed, prompted, summaries
+from ..records.schema import METRICS
+from .compare import Comparison, pair_units, sensitivity, units
+from .stats import minimum_detectable_drop
+
+EXIT_PASS, EXIT_CANNOT_JUDGE, EXIT_REGRESSION = 0, 1, 100
+ALL_BUDGETS = "all"
+
+
+class CannotJudge(Exception):
+    """The gate has no sound basis for a verdict; the message says why."""
+
+
+def variant(strategy: str, prompt: str) -> str:
+    """How a gated variant is named: the prompt for our summary strategy, else strategy:prompt."""
+    return prompt if strategy == "summary" else f"{strategy}:{prompt}"
+
+
+@dataclass
+class Cell:
+    metric: str
+    prompt: str  # the gated variant (`variant`): a summary prompt, or a custom strategy's strategy:prompt
+    baseline_prompt: str
+    budget: str
+    comparison: Comparison
+    error_rate: float
+    detectable_drop: float | None = None  # from the baseline; None: too few scenarios
+    failures: list[str] = field(default_factory=list)
+    strategy: str = "summary"
+    prompt_id: str = ""  # the prompt ids behind `prompt` and `baseline_prompt`
+    baseline_prompt_id: str = ""
+
+    @property
+    def scope(self) -> str:
+        return "all budgets" if self.budget == ALL_BUDGETS else f"budget {self.budget}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.metric}: {self.prompt} @ {self.scope}"
+
+
+@dataclass
+class Verdict:
+    cells: list[Cell]
+    size_failures: dict[str, str] = field(default_factory=dict)  # prompt -> why
+    cannot_judge: list[str] = field(default_factory=list)  # reasons the gate cannot pass
+
+    @property
+    def exit_code(self) -> int:
+        if self.size_failures or any(c.failures for c in self.cells):
+            return EXIT_REGRESSION
+        return EXIT_CANNOT_JUDGE if self.cannot_judge else EXIT_PASS
+
+
+def load_baseline(path: Path) -> Run:
+    if not (path / "manifest.json").is_file() or not any((path / f).is_file() for f in BASELINE_FILES[:2]):
+        raise CannotJudge(f"no baseline at {path}: record one with `harness baseline RUN_DIR --name {path.name}`")
+    return load_run(path)
+
+
+def baseline_prompts(baseline: Run) -> list[str]:
+    """The baseline's summary prompts in its eval's order, the keeps-nothing control left out."""
+    # A manifest without its prompts: whatever prompts the data holds.
+    listed = [p.id for p in baseline.about.prompts] or baseline.prompts()
+    return [p for p in listed if p != baseline.about.control_prompt]
+
+
+def resolve_against(prompt: str, baseline: Run, against: str | None) -> str:
+    """The baseline prompt a candidate prompt is compared with: `--against`, else the prompt of the
+    same id, else the baseline's first prompt. Checked before a candidate run starts."""
+    available = baseline_prompts(baseline)
+    if against:
+        if against not in available:
+            raise CannotJudge(f"the baseline has no prompt {against!r} (it has {', '.join(available)})")
+        return against
+    if prompt in available or prompt == baseline.about.control_prompt:
+        return prompt
+    if not available:
+        raise CannotJudge("the baseline has no summary prompts")
+    return available[0]
+
+
+def _errors(run: Run, metric: str, strategy: str, prompt: str) -> float:
+    data = prompted(run.rows(metric))
+    rows = data[(data["strategy"] == strategy) & (data["prompt"] == prompt)]
+    return float(failed(rows, metric).mean()) if len(rows) else 0.0
+
+
+def _median_summary_tokens(run: Run, strategy: str, prompt: str) -> float | None:
+    made = prompted(summaries(run.compactions))
+    mine = made[(made["strategy"] == strategy) & (made["prompt"] == prompt)]
+    return float(mine["output_tokens"].median()) if len(mine) else None
+
+
+def _metrics(baseline: Run, candidate: Run) -> list[str]:
+    measured = [m for m in METRICS if not baseline.rows(m).empty and not candidate.rows(m).empty]
+    if not measured:
+        raise CannotJudge("the baseline and the candidate measured nothing in common (retention or recall)")
+    return measured
+
+
+def sensitivity_problem(baseline: Run, alpha: float) -> str | None:
+    """Why the baseline shows the model ignoring its summary prompt, or None when it does not
+    (or when the baseline has no keeps-nothing control to tell)."""
+    control = baseline.about.control_prompt
+    if not control or baseline.retention.empty:
+        return None
+    paired = [c for prompt, c in sensitivity(prompted(baseline.retention), control).items()
+              if prompt in baseline_prompts(baseline) and c.n]
+    if not paired:
+        return None
+    best = max(paired, key=lambda c: c.difference)
+    if best.p_value is not None and best.p_value < alpha and best.difference > 0:
+        return None
+    return (f"on this model the summary prompt barely matters: in the baseline the best prompt ({best.label_b}) "
+            f"retains {best.recall_b:.0%} against {best.recall_a:.0%} for the keeps-nothing control "
+            f"({best.test.describe()}); prompt changes cannot be judged on it: gate on a model that follows "
+            "its summary prompt")
+
+
+def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str | None = None) -> Verdict:
+    for side, run in (("baseline", baseline), ("candidate", candidate)):
+        if run.about.unfinished:
+            raise CannotJudge(f"the {side} run is unfinished: resume it (`harness run EVAL --resume RUN_DIR`) first")
+    if baseline.about.model != candidate.about.model:
+        raise CannotJudge(f"the baseline was recorded on {baseline.about.model}, the candidate ran on "
+                          f"{candidate.about.model}: gate against a baseline of the same model")
+    for setting, of in (("sampling", lambda about: about.sampling),
+                        ("summary layout", lambda about: about.setting("summary_layout"))):
+        if of(baseline.about) != of(candidate.about):
+            raise CannotJudge(f"the baseline was recorded with {setting} {of(baseline.about)!r}, the candidate ran "
+                              f"with {of(candidate.about)!r}: they measure different models; record a new baseline")
+    verdict = Verdict([])
+    control = candidate.about.control_prompt
+    for metric in _metrics(baseline, candidate):
+        base, cand = units(prompted(baseline.rows(metric)), metric), units(prompted(candidate.rows(metric)), metric)
+        if cand.empty:
+            raise CannotJudge(f"the candidate run has no summary-strategy {metric} to gate")
+        # Each prompt-taking strategy (ours, or a custom one that sweeps prompts) is gated prompt by
+        # prompt against the same strategy in the baseline.
+        gated = sorted({(s, p) for s, p in zip(cand["strategy"], cand["prompt"]) if p != control})
+        for strategy, prompt in gated:
+            base_prompt = resolve_against(prompt, baseline, against)
+            mine = cand[(cand["strategy"] == strategy) & (cand["prompt"] == prompt)]
+            theirs = base[(base["strategy"] == strategy) & (base["prompt"] == base_prompt)]
+            name, base_name = variant(strategy, prompt), variant(strategy, base_prompt)
+            for budget in sorted(mine["budget"].unique(), key=budget_order) + [ALL_BUDGETS]:
+                rows = mine if budget == ALL_BUDGETS else mine[mine["budget"] == budget]
+                reference = theirs if budget == ALL_BUDGETS else theirs[theirs["budget"] == budget]
+                comparison = pair_units(reference, rows, f"baseline {base_name}", f"candidate {name}", metric)
+                if comparison.n == 0:
+                    raise CannotJudge(f"no {metric} units pair up for {name!r} at budget {budget}: "
+                                      "the baseline does not cover this eval; record a new one")
+                cell = Cell(metric, name, base_name, budget, comparison, _errors(candidate, metric, strategy, prompt),
+                            minimum_detectable_drop(reference["value"], reference["scenario"],
+                                                    settings.alpha, settings.power),
+                            strategy=strategy, prompt_id=prompt, baseline_prompt_id=base_prompt)
+                if cell.error_rate > settings.max_error_rate:
+                    raise CannotJudge(f"{cell.name}: {cell.error_rate:.0%} of units failed with errors "
+                                      f"(limit {settings.max_error_rate:.0%}); see the run's records")
+                drop = -comparison.difference
+                if comparison.recall_b < settings.floor:
+                    cell.failures.append(f"{metric} {comparison.recall_b:.1%} is under the floor {settings.floor:.1%}")
+                if drop > settings.max_drop and comparison.p_value is not None and comparison.p_value < settings.alpha:
+                    cell.failures.append(f"{metric} dropped {drop:.1%} (more than {settings.max_drop:.1%}), "
+                                         f"significant: p = {comparison.p_value:.3g} < {settings.alpha}")
+                verdict.cells.append(cell)
+                if budget == ALL_BUDGETS and not cell.failures and (
+                        cell.detectable_drop is None or cell.detectable_drop > settings.max_drop):
+                    can = (f"only drops of {cell.detectable_drop:.1%} or more" if cell.detectable_drop is not None
+                           else f"nothing: it has fewer than 5 scenarios ({comparison.test.clusters})")
+                    verdict.cannot_judge.append(
+                        f"{cell.name}: this eval can detect {can} (alpha {settings.alpha:g}, power "
+                        f"{settings.power:.0%}), not the {settings.max_drop:.1%} the gate allows; add facts, "
+                        "scenarios or repeats")
+    for cell in {c.prompt: c for c in verdict.cells}.values():
+        before = _median_summary_tokens(baseline, cell.strategy, cell.baseline_prompt_id)
+        after = _median_summary_tokens(candidate, cell.strategy, cell.prompt_id)
+        if before and after and after > (1 + settings.max_summary_growth) * before:
+            verdict.size_failures[cell.prompt] = (
+                f"median summary {after:.0f} tokens against the baseline's {before:.0f} "
+                f"(+{after / before - 1:.0%}, more than +{settings.max_summary_growth:.0%})")
+    if problem := sensitivity_problem(baseline, settings.alpha):
+        verdict.cannot_judge.append(problem)
+    return verdict
+
+
+def detectable_drops(baseline: Run, settings: GateSettings) -> dict[str, float | None]:
+    """Per metric the baseline measured: the smallest drop of its first prompt, over all budgets,
+    that the gate detects at `alpha` with `power`."""
+    drops = {}
+    for metric in METRICS:
+        measured = units(prompted(baseline.rows(metric)), metric)
+        if measured.empty:
+            continue
+        mine = measured[measured["prompt"] == baseline_prompts(baseline)[0]]
+        drops[metric] = minimum_detectable_drop(mine["value"], mine["scenario"], settings.alpha, settings.power)
+    return drops
+
+
+def manifest_settings(about: Manifest) -> GateSettings:
+    """The gate's thresholds a run was made with (its eval file's `gate:`; defaults for older runs)."""
+    return GateSettings(**about.setting("gate", {}))

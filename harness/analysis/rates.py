@@ -1,0 +1,37 @@
+"""Rates of a run's rows, each with its n and a 95% Wilson interval on its effective sample size
+(observations of one fact, at several budgets, compactions or repeats, count once: see `stats`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..records.load import failed
+from ..records.schema import CONTROL_LABELS, CONTROLS, NO_HISTORY
+from .stats import Rate, rate
+
+
+def compacting(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of strategies under test (not the ceiling or no-history controls)."""
+    return df[~df["strategy"].isin(list(CONTROL_LABELS))]
+
+
+def fact_clusters(group: pd.DataFrame) -> pd.Series:
+    # Observations of one fact (at several budgets, compactions or repeats) count once.
+    return group["scenario"].astype(str) + "/" + group["fact"].astype(str)
+
+
+def recall_rate(group: pd.DataFrame) -> Rate:
+    """Recalled / scored: errors are excluded, never counted as forgetting."""
+    scored = group[~failed(group, "recall")]
+    return rate(scored["verdict"] == "recalled", fact_clusters(scored))
+
+
+def retention_rate(group: pd.DataFrame) -> Rate:
+    """Observations whose summary states the fact; errors and unknowns excluded."""
+    known = group[group["retained"].notna()]
+    return rate(known["retained"].astype(bool), fact_clusters(known))
+
+
+def variant_order(variants) -> list[str]:
+    """Variants under test first, then the ceiling, then the no-history control; each by name."""
+    return sorted(variants, key=lambda v: (v in CONTROLS, v == NO_HISTORY, v))

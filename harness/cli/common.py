@@ -1,0 +1,92 @@
+"""What the command groups share: argument types that name their flag on error, the flags of an
+eval run, and loading the eval a command line names."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from ..errors import InputError
+
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+def at_least(minimum: int):
+    """An argparse type: a whole number no smaller than `minimum` (the flag is named on error)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {value}")
+        return value
+    return parse
+
+
+def price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"a price per million tokens is a number of 0 or more, not {text!r}")
+    return value
+
+
+def writable_folder(path: Path, flag: str) -> Path:
+    """Checked before any model call: a run must be able to save what it measures."""
+    if path.exists() and not path.is_dir():
+        raise InputError(path, f"{flag}: not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as exc:
+        raise InputError(path, f"{flag}: cannot write here ({exc.strerror})") from None
+    return path
+
+
+def model_flags(parser: argparse.ArgumentParser, default: str | None) -> None:
+    parser.add_argument("--model", default=default,
+                        help="'local' (embedded SmolLM2), a .gguf path, a claude-... name, or a name for --base-url")
+    parser.add_argument("--base-url", help="an Anthropic-compatible server (llama-server, Ollama, a proxy)")
+
+
+def eval_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> None:
+    """The eval to run and the part of it to run."""
+    parser.add_argument("eval", nargs=None if eval_required else "?", help="an eval file, e.g. evals/smoke.yaml")
+    parser.add_argument("--prompt", action="append", metavar="FILE",
+                        help="run against this summary prompt instead of the eval's (repeatable)")
+    model_flags(parser, None)
+    parser.add_argument("--budget", action="append", help="override the budgets (repeatable): 1200 or 40%%")
+    parser.add_argument("--repeats", type=at_least(1))
+    parser.add_argument("--scenario", action="append", metavar="ID", help="run only this scenario (repeatable)")
+    parser.add_argument("--prompt-id", action="append", metavar="ID",
+                        help="run only this summary prompt of the eval (repeatable)")
+    parser.add_argument("--limit", type=at_least(1), metavar="N", help="run only the first N cases of the plan")
+    parser.add_argument("--no-probes", action="store_true",
+                        help="measure summary retention only, without probe questions (several times cheaper)")
+    parser.add_argument("--results", default="results", help="where runs/, cache/ and baselines/ live")
+    parser.add_argument("--no-cache", action="store_true", help="do not reuse or store model responses")
+
+
+def run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> None:
+    eval_flags(parser, eval_required)
+    parser.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot'")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run")
+    parser.add_argument("--jobs", type=at_least(1), metavar="N",
+                        help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)")
+    parser.add_argument("--batch", action="store_true",
+                        help="send the requests in waves on the Message Batches API (Claude, or a --base-url "
+                             "serving /v1/messages/batches): half price, results within 24 hours")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def load_eval_of(args: argparse.Namespace, control: bool = True, **extra):
+    """The eval a command line names, with its flags applied (`eval_flags`)."""
+    from ..execution.evals import load_eval
+
+    return load_eval(args.eval, prompts=args.prompt, model=args.model, budgets=args.budget, repeats=args.repeats,
+                     probes=False if args.no_probes else None, control=control, scenario_ids=args.scenario,
+                     prompt_ids=args.prompt_id, limit=args.limit, **extra)

@@ -1,0 +1,135 @@
+"""Users' own compaction functions (`module:function` in an eval file) as strategies.
+
+A function takes `(messages, context)` (a `StrategyContext`: a metered client, the eval's
+settings, the budget) or the seed's four arguments `(messages, client, output_stream,
+context_limit)`. Whatever it puts in place of the messages it folded is its summary, in any
+wording; its model calls are metered into the compaction's record; any exception it raises is
+an error of its case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from ..errors import InputError
+from ..messages import Message, content_text
+from ..models.client import ModelError, Usage, usage_of
+from ..records.schema import CompactionEvent
+from .seed import CompactionSettings, TranscriptTooLarge, measure
+
+# (messages, client, output_stream, context_limit, settings, events) -> messages
+Strategy = Callable[[list[Message], Any, TextIO, int, CompactionSettings, list[CompactionEvent]], list[Message]]
+
+
+class StrategyError(Exception):
+    """A custom strategy raised or returned something that is not a history: the case is an error."""
+
+
+RECORDED_BY_CALLER = (ModelError, TranscriptTooLarge)  # already errors the runner records as they are
+
+
+class Metered:
+    """The model client a custom strategy gets: every call's usage, latency and cache hits are
+    added to the compaction's record, through the run's cache and call counts."""
+
+    def __init__(self, client: Any):
+        self.client, self.usage, self.requests = client, Usage(), 0
+
+    def create(self, **request: Any) -> dict[str, Any]:
+        response = self.client.create(**request)
+        self.usage += usage_of(response)
+        self.requests += 1
+        return response
+
+    def __getattr__(self, name: str) -> Any:  # count_tokens, identity, sampling
+        return getattr(self.client, name)
+
+
+@dataclass(frozen=True)
+class StrategyContext:
+    """What a custom strategy of the form `(messages, context) -> messages` receives."""
+
+    client: Metered  # `create(**messages_request)` and `count_tokens(messages=...)`, metered
+    settings: CompactionSettings  # unit, keep_recent, summary limits, layout, summary_prompt and prompt_id
+    context_limit: int  # the budget, in `settings.unit`
+    output_stream: TextIO
+
+    def size(self, messages: list[Message]) -> int:
+        """A history's size in the budget's unit (characters, or tokens counted by the model)."""
+        return measure(messages, self.client, self.settings.unit)
+
+
+def custom_compaction(name: str, function: Callable, contextual: bool) -> Strategy:
+    """Run a user's compaction function and record what it did: whatever new messages it put in
+    place of the folded ones is its summary, whatever wording it uses; its model calls are metered.
+    `contextual`: the function takes `(messages, context)`; otherwise the seed's signature
+    `(messages, client, output_stream, context_limit)`. Any exception it raises fails the case."""
+    def strategy(messages, client, output_stream, context_limit, settings, events):
+        metered = Metered(client)
+        try:
+            result = (function(list(messages), StrategyContext(metered, settings, context_limit, output_stream))
+                      if contextual else function(list(messages), metered, output_stream, context_limit))
+        except RECORDED_BY_CALLER:
+            raise
+        except Exception as exc:
+            raise StrategyError(f"strategy {name} raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(result, list) or not all(isinstance(m, dict) and "role" in m and "content" in m
+                                                   for m in result):
+            raise StrategyError(f"strategy {name} returned {type(result).__name__}, not a list of messages")
+        kept = 0  # how many trailing messages survived verbatim
+        while kept < min(len(messages), len(result)) and result[-1 - kept] == messages[-1 - kept]:
+            kept += 1
+        if kept < len(messages) or len(result) != len(messages):
+            new = result[:len(result) - kept]  # what now stands where the folded messages were
+            text = "\n".join(t for t in (content_text(m["content"]) for m in new) if t.strip())
+            spent = metered.usage
+            events.append(CompactionEvent(
+                name, len(messages) - kept, measure(messages, client, settings.unit),
+                measure(result, client, settings.unit), settings.unit, summary=text or None,
+                input_tokens=spent.input_tokens, output_tokens=spent.output_tokens, latency_s=spent.latency_s,
+                cached=metered.requests > 0 and spent.cached, chunks=metered.requests, replaced_with=len(new)))
+        return result
+    return strategy
+
+
+def is_contextual(function: Callable) -> bool:
+    """Whether a compaction function takes `(messages, context)` rather than the seed's four arguments."""
+    required = [p for p in inspect.signature(function).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(required) == 2
+
+
+SEED_PARAMETERS = ("messages", "client", "output_stream", "context_limit")
+CONTEXT_PARAMETERS = ("messages", "context")
+
+
+def import_strategy(name: str, origin: Path, line: int | None, field: str) -> Callable:
+    """A user's `module:function`, from where they run the harness or beside the eval file, checked
+    to take the seed's compaction arguments before anything runs."""
+    module_name, function_name = name.split(":")
+    for folder in (str(Path.cwd()), str(origin.parent.resolve())):
+        if folder not in sys.path:
+            sys.path.append(folder)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # whatever its import prints must not mix into our output
+            function = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(origin, f"cannot import strategy {name!r}: {exc}", line, field) from None
+    except Exception as exc:  # a syntax error or a failure inside the user's module
+        raise InputError(origin, f"importing strategy {name!r} failed: {type(exc).__name__}: {exc}",
+                         line, field) from None
+    if not callable(function):
+        raise InputError(origin, f"strategy {name!r} is not a function", line, field)
+    try:
+        inspect.signature(function).bind(*(CONTEXT_PARAMETERS if is_contextual(function) else SEED_PARAMETERS))
+    except (TypeError, ValueError) as exc:
+        raise InputError(origin, f"strategy {name!r} is not a compaction function ({exc}): it must take "
+                                 f"({', '.join(CONTEXT_PARAMETERS)}) or ({', '.join(SEED_PARAMETERS)}) and return "
+                                 "the new messages", line, field) from None
+    return function

@@ -1,0 +1,144 @@
+"""Compaction, as the seed (agent-010) designs it: `compact` folds old exchanges into a summary the
+model writes; `truncate` drops them with no summary (the floor).
+
+A history may only be cut at the start of an exchange (a user message whose content is a
+string), so a tool_use is never separated from its tool_result. Old exchanges fold into a summary
+that re-enters the history as a user turn plus a one-line assistant acknowledgement, so roles
+keep alternating.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, TextIO
+
+from ..messages import Message, exchange_starts, first_text, history_size, render_message
+from ..models.client import Usage, usage_of
+from ..records.schema import CompactionEvent
+
+SEED_SUMMARY_PROMPT = (
+    "Summarise the conversation below so the assistant can continue it without the original. "
+    "Keep every fact, number, name, and decision that later turns might need."
+)
+SUMMARY_PREFIX = "[Conversation summary: "
+ACKNOWLEDGEMENT = "Understood. Continuing from that summary."
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    summary_prompt: str = SEED_SUMMARY_PROMPT
+    keep_recent: int = 1  # exchanges kept verbatim
+    summary_max_tokens: int = 512
+    unit: Literal["chars", "tokens"] = "chars"  # the budget's yardstick
+    # The longest transcript one summary request may carry; longer ones fold in chunks, each
+    # summarised together with the summary so far. None: no limit (one request, as the seed).
+    max_transcript_chars: int | None = None
+    # Where the summary prompt goes: "system" (the seed's: prompt as system, transcript as the user
+    # turn) or "transcript-first" (one user turn: the delimited transcript, then the prompt).
+    layout: Literal["system", "transcript-first"] = "system"
+    prompt_id: str | None = None  # the summary prompt's id, for strategies that report it
+
+
+class TranscriptTooLarge(Exception):
+    """One exchange alone is longer than the transcript limit: it cannot be summarised."""
+
+
+def measure(messages: list[Message], client: Any, unit: str) -> int:
+    """The history's size in the budget's unit: characters (as the seed) or model tokens."""
+    if unit == "tokens":
+        return client.count_tokens(messages=messages) if messages else 0
+    return history_size(messages)
+
+
+def split_point(messages: list[Message], size: int, context_limit: int, keep_recent: int) -> int | None:
+    """Where to cut, or None when the history fits or everything in it is recent."""
+    if size <= context_limit:
+        return None
+    starts = exchange_starts(messages)
+    if len(starts) <= keep_recent:
+        return None
+    split = starts[-keep_recent] if keep_recent else len(messages)
+    return split or None
+
+
+def transcript_chunks(messages: list[Message], settings: CompactionSettings) -> list[str]:
+    """The transcript to summarise, cut at exchange starts into pieces that fit the limit,
+    leaving room for the summary so far that precedes every piece after the first."""
+    rendered = [render_message(m) for m in messages]
+    if settings.max_transcript_chars is None:
+        return ["\n".join(rendered)]
+    room = settings.max_transcript_chars - 4 * settings.summary_max_tokens - len(SUMMARY_PREFIX) - 2
+    starts = exchange_starts(messages)[1:] + [len(messages)]
+    chunks, current, begin = [], "", 0
+    for end in starts:
+        exchange = "\n".join(rendered[begin:end])
+        if len(exchange) > room:
+            raise TranscriptTooLarge(f"an exchange of {len(exchange):,} characters is longer than the "
+                                     f"summary transcript limit allows ({room:,}); raise summary_transcript_chars")
+        if current and len(current) + 1 + len(exchange) > room:
+            chunks.append(current)
+            current = ""
+        current = f"{current}\n{exchange}" if current else exchange
+        begin = end
+    return chunks + ([current] if current else [])
+
+
+def summary_request(transcript: str, settings: CompactionSettings) -> dict[str, Any]:
+    """The system prompt and messages of one summary request, in the settings' layout."""
+    if settings.layout == "system":
+        return {"system": settings.summary_prompt, "messages": [{"role": "user", "content": transcript}]}
+    return {"messages": [{"role": "user", "content": (
+        f"<conversation>\n{transcript}\n</conversation>\n\n{settings.summary_prompt}")}]}
+
+
+def compact(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
+            settings: CompactionSettings = CompactionSettings(),
+            events: list[CompactionEvent] | None = None) -> list[Message]:
+    """The seed's compaction: fold old exchanges into a model-written summary."""
+    size_before = measure(messages, client, settings.unit)
+    split = split_point(messages, size_before, context_limit, settings.keep_recent)
+    if split is None:
+        return messages
+    event = CompactionEvent("summary", split, size_before, size_before, settings.unit)
+    summary, spent = None, Usage()
+    for chunk in transcript_chunks(messages[:split], settings):
+        transcript = chunk if summary is None else f"{SUMMARY_PREFIX}{summary}]\n{chunk}"
+        response = client.create(max_tokens=settings.summary_max_tokens, **summary_request(transcript, settings))
+        spent += usage_of(response)
+        event.chunks += 1
+        summary = first_text(response.get("content", []))
+        if summary is None:
+            break
+    event.input_tokens, event.output_tokens = spent.input_tokens, spent.output_tokens
+    event.latency_s, event.cached = spent.latency_s, spent.cached  # cached: every chunk was
+    if summary is None:
+        # Nothing to fold into: keep the history rather than lose it, and say so.
+        event.folded_messages, event.error = 0, "summary response had no text block"
+        output_stream.write("[compact] skipped: the summary response had no text\n")
+    else:
+        messages = [
+            {"role": "user", "content": f"{SUMMARY_PREFIX}{summary}]"},
+            {"role": "assistant", "content": ACKNOWLEDGEMENT},
+        ] + messages[split:]
+        event.summary, event.size_after = summary, measure(messages, client, settings.unit)
+        event.replaced_with = 2
+        output_stream.write(f"[compact] folded {split} messages into a summary\n")
+    if events is not None:
+        events.append(event)
+    return messages
+
+
+def truncate(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
+             settings: CompactionSettings = CompactionSettings(),
+             events: list[CompactionEvent] | None = None) -> list[Message]:
+    """The floor: drop old exchanges outright, with no summary."""
+    size_before = measure(messages, client, settings.unit)
+    split = split_point(messages, size_before, context_limit, settings.keep_recent)
+    if split is None:
+        return messages
+    kept = messages[split:]
+    output_stream.write(f"[compact] dropped {split} messages\n")
+    if events is not None:
+        events.append(CompactionEvent("truncate", split, size_before,
+                                      measure(kept, client, settings.unit), settings.unit))
+    return kept

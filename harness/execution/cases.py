@@ -1,0 +1,68 @@
+"""The cases of an eval: every scenario x strategy x budget x prompt x repeat the strategy depends
+on, each budget resolved against its scenario, and the facts every case probes."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ..inputs.scenario import Probe, Scenario, probes
+from ..messages import Message, exchange_starts
+from .evals import Eval
+
+
+@dataclass(frozen=True)
+class Case:
+    scenario: str
+    strategy: str
+    budget: str | None  # as written in the eval: "1200" or "40%"
+    prompt: str | None  # prompt id
+    repeat: int
+
+    @property
+    def id(self) -> str:
+        return "/".join(str(part) for part in (self.scenario, self.strategy, self.budget or "-",
+                                               self.prompt or "-", self.repeat))
+
+
+def plan_cases(ev: Eval) -> list[Case]:
+    """Each strategy runs only over the dimensions it depends on (no-history ignores budgets)."""
+    cases = []
+    for scenario in ev.scenarios:
+        for repeat in range(ev.repeats):
+            for strategy in map(ev.strategy, ev.spec.strategies):
+                if not ev.spec.probes and strategy.compact is None:
+                    continue  # without probes only compactions are measured, and these never compact
+                for budget in ev.spec.budgets if strategy.uses_budget else [None]:
+                    for prompt in ev.prompts if strategy.uses_prompt else [None]:
+                        cases.append(Case(scenario.id, strategy.name, budget, prompt and prompt.id, repeat))
+    return cases[:ev.spec.limit]  # `limit`: the first N cases, to try an eval before paying for all of it
+
+
+def resolve_limit(budget: str, scripted_size: int) -> int:
+    """A budget in units, or a percentage of the scenario's scripted history size."""
+    if not budget.endswith("%"):
+        return int(budget)
+    return max(1, round(float(budget[:-1]) / 100 * scripted_size))
+
+
+def sampled_probes(scenario: Scenario, sample: int | None, seed: int) -> list[Probe]:
+    """All of a scenario's probes, or a seeded random sample of them, in planting order."""
+    everything = probes(scenario)
+    if sample is None or sample >= len(everything):
+        return everything
+    chosen = set(random.Random(f"{seed}:{scenario.id}").sample(range(len(everything)), sample))
+    return [p for i, p in enumerate(everything) if i in chosen]
+
+
+def probed_facts(ev: Eval) -> dict[str, list[Probe]]:
+    """Per scenario id, the facts every case of this eval probes."""
+    return {s.id: sampled_probes(s, ev.spec.probe.sample, ev.spec.probe.seed) for s in ev.scenarios}
+
+
+def first_verbatim_turn(messages: list[Message], user_lines: list[str]) -> int:
+    """Turns before this one are no longer in the history verbatim (folded or dropped): counted from
+    the exchanges that still start with a played turn's user line, so a summary in any wording is
+    not mistaken for a turn."""
+    lines = set(user_lines)
+    return len(user_lines) - sum(1 for i in exchange_starts(messages) if messages[i]["content"] in lines)

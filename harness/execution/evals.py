@@ -1,0 +1,46 @@
+"""An eval ready to run: its file read (`inputs.evalfile.read_eval`) and its strategies bound to
+compaction functions, built-in (`compaction.registry`) or the user's own `module:function`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..compaction.custom import import_strategy
+from ..compaction.registry import STRATEGIES, StrategySpec, custom_strategy
+from ..inputs.evalfile import EvalSource, read_eval
+from ..models.backends import default_summary_layout
+
+
+@dataclass
+class Eval(EvalSource):
+    """An eval file resolved: scenarios loaded, prompts read, every strategy bound."""
+
+    strategies: dict[str, StrategySpec]
+    custom: dict[str, Callable]  # module:function strategies, imported only when named
+
+    def strategy(self, name: str) -> StrategySpec:
+        return self.strategies[name]
+
+
+def load_eval(path: str | Path, **overrides: Any) -> Eval:
+    """Read an eval file (keyword arguments are command-line overrides, as `read_eval` takes them)
+    and bind its strategies; an unknown or unusable strategy is an error located in the file."""
+    source = read_eval(path, **overrides)
+    spec, doc = source.spec, source.doc
+    if spec.summary_layout is None:  # resolved here, so the manifest records what was run
+        spec.summary_layout = default_summary_layout(spec.model, spec.base_url)
+    custom = {}
+    for i, name in enumerate(spec.strategies):
+        if ":" in name:
+            custom[name] = import_strategy(name, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
+        elif name not in STRATEGIES:
+            raise doc.error(("strategies",), f"unknown strategy {name!r}: use one of {', '.join(STRATEGIES)} "
+                                             "or module:function")
+    strategies = {name: custom_strategy(name, custom[name]) if name in custom else STRATEGIES[name]
+                  for name in spec.strategies}
+    needs_prompt = [name for name, s in strategies.items() if s.uses_prompt and name not in custom]
+    if needs_prompt and not source.prompts:
+        raise doc.error(("prompts",), f"the {needs_prompt[0]} strategy needs at least one prompt file")
+    return Eval(**vars(source), strategies=strategies, custom=custom)

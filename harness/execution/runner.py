@@ -1,0 +1,267 @@
+"""Running one case: the scenario played through a fresh agent, then every fact probed from its own
+copy of the history, in three steps (`CaseRunner.play`, `probe_requests`, `score`) that an
+executor composes (`executors`: one case at a time, several at once, or in batch waves).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from ..compaction.custom import StrategyError
+from ..compaction.seed import CompactionSettings, TranscriptTooLarge, compact, measure
+from ..inputs.evalfile import Prompt
+from ..inputs.scenario import Probe, Scenario, probes
+from ..models.client import ModelError, Usage
+from ..records.schema import CaseRow, CompactionEvent, CompactionRecord, ProbeRecord, RetentionRecord
+from ..scoring.matchers import ScoringError, states, states_about
+from ..scoring.verdict import verdict
+from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
+from .cases import Case, first_verbatim_turn, probed_facts, resolve_limit
+from .evals import Eval
+from .judge import JudgeError, judge_says_recalled
+
+# Failures of the model, its API, the judge, a regex, a custom strategy or compaction: recorded as
+# `error`, never scored as forgetting.
+RECORDED_ERRORS = (ModelError, JudgeError, ScoringError, StrategyError, TranscriptTooLarge)
+
+
+@dataclass
+class Resampled:
+    """A client whose requests are sample `index` of a repeated case: the local server gets its own
+    seed and the cache its own entries, so a repeat at temperature > 0 is a new sample."""
+
+    client: Any
+    index: int
+
+    def create(self, **request: Any) -> dict[str, Any]:
+        return self.client.create(sample=self.index, **request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+@dataclass
+class PlayedCase:
+    """A case played up to its probes: the agent holding its history, and what its compactions did."""
+
+    case: Case
+    row: CaseRow  # what every record of the case carries
+    agent: Agent | None  # None: the case failed before its history was complete
+    limit: int | None  # the budget resolved in units
+    compactions: list[CompactionRecord]
+    retention: list[RetentionRecord]
+    lines: list[str]  # the user lines of the turns played
+    error: str | None = None  # why the case failed: every fact is then an error
+
+
+@dataclass
+class ProbeRequest:
+    """One probe of a played case: a fork of its agent whose last message is the probe question.
+    `agent.request()` is what to send; `agent.take(response)` reads the answer back."""
+
+    fact: Probe
+    agent: Agent
+
+
+class CaseRunner:
+    """Plays a case, asks its probes and scores the answers, in three steps that an executor can
+    also drive itself (to send the probes of many cases at once): `play`, `probe_requests`, `score`.
+    `run` composes them, one request at a time."""
+
+    def __init__(self, ev: Eval, client: Any, judge: Any = None):
+        self.ev, self.client, self.judge = ev, client, judge
+        # How a case's probes are sent: one at a time, or (batch waves) all at once.
+        self.ask_all: Callable[[list[ProbeRequest]], list[tuple]] = lambda requests: list(map(self.ask, requests))
+        self.scenarios = {s.id: s for s in ev.scenarios}
+        self.prompts: dict[str, Prompt] = {p.id: p for p in ev.prompts}
+        self.facts = probed_facts(ev)
+        # Every subject of a scenario, so retention can tell a value stated of the wrong one.
+        self.subjects = {s.id: tuple(p.subject for p in probes(s) if p.subject) for s in ev.scenarios}
+        self._scripted_sizes: dict[str, int] = {}
+
+    def scripted_size(self, scenario: Scenario) -> int:
+        """The scenario's uncompacted history, live replies excluded; measured once per run
+        (in tokens that is a model call), not once per case."""
+        if scenario.id not in self._scripted_sizes:
+            self._scripted_sizes[scenario.id] = measure(scenario.scripted_history(), self.client, self.ev.spec.unit)
+        return self._scripted_sizes[scenario.id]
+
+    def _agent(self, case: Case, scenario: Scenario, limit: int | None) -> Agent:
+        spec = self.ev.spec
+        prompt = self.prompts.get(case.prompt)
+        settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent, spec.summary_max_tokens,
+                                      spec.unit, spec.summary_transcript_chars, spec.summary_layout,
+                                      prompt.id if prompt else None)
+        # A strategy that never compacts runs with no budget (limit None), so this is never called.
+        strategy = self.ev.strategy(case.strategy).compact or compact
+        tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result))
+                              for t in scenario.tools])
+        # Repeats are samples only at temperature > 0 (else they collapse): each gets its own
+        # sampling seed and cache entries, so it is not a copy of the first.
+        client = Resampled(self.client, case.repeat) if case.repeat else self.client
+        return Agent(client, tools, limit, strategy, settings,
+                     max_tokens=spec.reply_max_tokens, output_stream=io.StringIO())
+
+    def run(self, case: Case) -> tuple[list[ProbeRecord], list[CompactionRecord], list[RetentionRecord]]:
+        """The case's probe records, compaction records and retention records."""
+        played = self.play(case)
+        if not self.ev.spec.probes:
+            return [], played.compactions, played.retention
+        if played.error:
+            records = [self.score(played, fact, error=played.error) for fact in self.facts[case.scenario]]
+        else:
+            requests = self.probe_requests(played)
+            records = [self.score(played, request.fact, *answer)
+                       for request, answer in zip(requests, self.ask_all(requests))]
+        return records, played.compactions, played.retention
+
+    # --- step 1: play ---------------------------------------------------------------------
+
+    def play(self, case: Case) -> PlayedCase:
+        """Play the scenario's turns through a fresh agent, compacting as the agent would; a
+        failure is recorded on the case (`error`), and every fact's retention is then an error."""
+        scenario = self.scenarios[case.scenario]
+        prompt = self.prompts.get(case.prompt)
+        row = CaseRow(case=case.id, scenario=case.scenario, strategy=case.strategy, budget=case.budget,
+                      prompt=case.prompt, prompt_hash=prompt and prompt.hash, repeat=case.repeat,
+                      model=self.client.identity, unit=self.ev.spec.unit)
+        played = PlayedCase(case, row, None, None, [], [], [turn.user for turn in scenario.turns])
+        try:
+            played.limit = case.budget and resolve_limit(case.budget, self.scripted_size(scenario))
+            agent = self._agent(case, scenario, played.limit)
+            if self.ev.strategy(case.strategy).uses_history:
+                for index, turn in enumerate(scenario.turns):
+                    self._compact(agent, index, played)
+                    if turn.assistant is None:
+                        agent.messages.append({"role": "user", "content": turn.user})
+                        agent.respond()
+                    else:
+                        agent.messages += turn.messages(index)
+                # The compaction the agent would run before the next user line (the probe).
+                self._compact(agent, len(scenario.turns), played)
+        except RECORDED_ERRORS as exc:
+            played.error = describe_error(exc)
+            played.retention = [RetentionRecord(**asdict(row), fact=f.fact_id, kind=f.kind, retained=None,
+                                                error=played.error) for f in self.facts[case.scenario] if f.values]
+            return played
+        played.agent = agent
+        return played
+
+    def _compact(self, agent: Agent, turn: int, played: PlayedCase) -> None:
+        seen = len(agent.events)
+        agent.compact()
+        for event in agent.events[seen:]:
+            verbatim_from = first_verbatim_turn(agent.messages, played.lines[:turn])
+            played.compactions.append(CompactionRecord(**asdict(played.row), before_turn=turn,
+                                                       first_verbatim_turn=verbatim_from, event=event))
+            if event.folded_messages:
+                played.retention += self._retention(event, len(played.compactions) - 1, turn, verbatim_from,
+                                                    played.row)
+
+    def _retention(self, event: CompactionEvent, index: int, turn: int, verbatim_from: int,
+                   row: CaseRow) -> list[RetentionRecord]:
+        """For each probed fact folded so far: does this compaction's summary state the value the
+        fact had at this point (of its subject)? Dropped without a summary (truncate): not retained;
+        replaced by messages with no text to check: unknown (None)."""
+        records = []
+        for fact in self.facts[row.scenario]:
+            current = fact.value_before(turn)
+            if current is None or current[0] >= verbatim_from:
+                continue  # not planted yet, or its current value is still verbatim
+            value_turn, expected = current
+            if event.summary is not None:
+                retained = states_about(event.summary, expected, fact.subject, self.subjects[row.scenario])
+            else:  # dropped outright (truncate): not retained; replaced by text-less messages: unknown
+                retained = False if event.replaced_with == 0 else None
+            records.append(RetentionRecord(**asdict(row), compaction=index, before_turn=turn, fact=fact.fact_id,
+                                           kind=fact.kind, value_turn=value_turn, expected=expected.answer,
+                                           retained=retained))
+        return records
+
+    # --- step 2: the probe requests --------------------------------------------------------
+
+    def probe_requests(self, played: PlayedCase) -> list[ProbeRequest]:
+        """One request per probed fact, each from its own copy of the case's history."""
+        requests = []
+        for fact in self.facts[played.case.scenario]:
+            agent = played.agent.fork()
+            agent.max_tokens = self.ev.spec.probe.max_tokens
+            if getattr(self.client, "prompt_caching", False):
+                agent.messages = with_cache_breakpoint(agent.messages)
+            agent.messages.append({"role": "user", "content": fact.question})
+            requests.append(ProbeRequest(fact, agent))
+        return requests
+
+    def ask(self, request: ProbeRequest) -> tuple[str | None, str | None, Usage]:
+        """Send one probe request now: the answer or the error that stopped it, and its cost."""
+        try:
+            answer, error = request.agent.respond(), None
+        except RECORDED_ERRORS as exc:
+            answer, error = None, describe_error(exc)
+        return answer, error, sum(request.agent.usage, Usage())
+
+    # --- step 3: score --------------------------------------------------------------------
+
+    def score(self, played: PlayedCase, fact: Probe, answer: str | None = None, error: str | None = None,
+              usage: Usage = Usage()) -> ProbeRecord:
+        """The probe record of one answer (or of the error that replaced it): where the fact was
+        at probe time, the verdict, and the judge's word on a `forgot`."""
+        expected = fact.target.expected
+        record = ProbeRecord(**asdict(played.row), fact=fact.fact_id, kind=fact.kind, question=fact.question,
+                             planted_turn=fact.planted_turn,
+                             changed_turn=fact.changed_turn, superseded=fact.changed_turn != fact.planted_turn,
+                             literal=fact.literal, expected=expected and expected.answer, verdict="error",
+                             error=error)
+        if played.error:
+            return record
+        record.limit = played.limit
+        self._locate(record, played, fact)
+        if error is not None:
+            return record
+        record.answer, record.verdict = answer, verdict(answer, fact.target)
+        record.f1 = fact.target.matcher.score(answer, expected)
+        record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
+        record.cache_read_tokens, record.latency_s, record.cached = usage.cache_read_tokens, usage.latency_s, usage.cached
+        if self.judge is not None and record.verdict == "forgot" and expected is not None:
+            try:
+                record.judge = judge_says_recalled(self.judge, fact.question, fact.target, answer)
+            except RECORDED_ERRORS as exc:
+                record.verdict, record.error = "error", f"judge: {describe_error(exc)}"
+                return record
+            if record.judge:
+                record.verdict = "recalled"
+        return record
+
+    def _locate(self, record: ProbeRecord, played: PlayedCase, fact: Probe) -> None:
+        """Where the fact was when probed: still verbatim, in the last summary, or gone."""
+        if not self.ev.strategy(played.case.strategy).uses_history:
+            record.location, record.compactions = "none", 0
+            return
+        expected = fact.target.expected
+        summaries = [c.event.summary for c in played.compactions if c.event.summary is not None]
+        record.compactions = sum(1 for c in played.compactions
+                                 if c.event.folded_messages and c.first_verbatim_turn > fact.changed_turn)
+        record.in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
+        folds = [c.event for c in played.compactions if c.event.folded_messages]
+        unidentified = bool(folds) and folds[-1].summary is None and folds[-1].replaced_with > 0
+        if fact.changed_turn >= first_verbatim_turn(played.agent.messages, played.lines):
+            record.location = "verbatim"
+        elif unidentified:  # replaced by something with no text to check: never blame a summary unseen
+            record.location, record.in_summary = "unknown", None
+        else:
+            record.location = "summary" if record.in_summary else "gone"
+
+
+def _returns(result: str):
+    """A scenario tool called live: whatever the arguments, it returns its scripted result."""
+    def run(**arguments: Any) -> str:
+        return result
+    return run
+
+
+def describe_error(exc: Exception) -> str:
+    # A plain ModelError already names the SDK error it wraps; SDK messages carry status and
+    # body, never the API key.
+    return (str(exc) if type(exc) is ModelError else f"{type(exc).__name__}: {exc}")[:500]

@@ -1,0 +1,240 @@
+"""Eval files (`evals/*.yaml`): which scenarios, budgets, summary prompts and strategies to run, on
+which model, and when the gate fails a candidate. Paths in an eval file are relative to that file.
+
+`read_eval` reads a file into an `EvalSource`: settings checked, scenario files found and loaded,
+prompt files read, subsets applied. Strategies stay names here: binding them to compaction
+functions is the runner's step (`execution.evals`).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from ..errors import InputError
+from .files import LocatedYaml, load_yaml
+from .scenario import Scenario, load_scenario
+
+
+def _budget(value: Any) -> str:
+    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+    if re.fullmatch(r"[1-9]\d*", text):
+        return text
+    if re.fullmatch(r"\d+(\.\d+)?%", text) and 0 < float(text[:-1]) <= 100:
+        return text
+    raise ValueError(f"a budget is a positive number of units (1200) or a percentage up to 100 ('40%'), "
+                     f"not {value!r}")
+
+
+Budget = Annotated[str, BeforeValidator(_budget)]
+
+
+def _strategy_name(name: str) -> str:
+    # Which names exist is checked when the strategies are bound (`execution.evals`).
+    if not re.fullmatch(r"[a-z][a-z0-9-]*|[\w.]+:\w+", name):
+        raise ValueError(f"a strategy is a name such as summary, or module:function, not {name!r}")
+    return name
+
+
+class ProbeSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_tokens: int = Field(default=96, ge=1, description="Token limit of each probe answer.")
+    sample: int | None = Field(default=None, ge=1, description="Probe a random sample of this many facts "
+                                                               "per scenario (the same sample in every case).")
+    seed: int = Field(default=0, description="Which sample `sample` draws.")
+
+
+class GateSettings(BaseModel):
+    """When `harness gate` fails a candidate; flags override each value."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_drop: float = Field(default=0.05, ge=0, le=1, description="Largest tolerated drop in recall.")
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="Significance level of the paired test.")
+    floor: float = Field(default=0.0, ge=0, le=1, description="Recall under this fails outright.")
+    max_error_rate: float = Field(default=0.1, ge=0, le=1, description="More errors than this: cannot judge.")
+    max_summary_growth: float = Field(
+        default=0.25, ge=0, description="Fail when the candidate's median summary is this much longer (in "
+                                        "tokens) than the baseline's: keeping facts by not compressing is no gain.")
+    power: float = Field(default=0.8, gt=0, lt=1, description="The power at which the minimum detectable drop is "
+                                                             "computed; an eval that cannot detect `max_drop` "
+                                                             "at this power cannot pass.")
+
+
+class Prices(BaseModel):
+    """What the model costs, in any currency per million tokens; no price is built in."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = Field(ge=0, description="Per million input tokens, sent one request at a time.")
+    output: float = Field(ge=0, description="Per million output tokens, sent one request at a time.")
+    batch_input: float | None = Field(default=None, ge=0, description="Per million input tokens in a batch "
+                                                                      "(default: half of `input`, as Anthropic bills).")
+    batch_output: float | None = Field(default=None, ge=0, description="Per million output tokens in a batch "
+                                                                       "(default: half of `output`).")
+
+
+class EvalFile(BaseModel):
+    """The eval file format; `harness schema eval` prints it as JSON Schema."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    scenarios: list[str] = Field(min_length=1, description="Scenario files or globs.")
+    model: str = Field(default="local", description="local, a .gguf path, claude-..., or a name for base_url.")
+    base_url: str | None = Field(default=None, description="Another Anthropic-compatible server.")
+    budgets: list[Budget] = Field(min_length=1, description="Absolute (1200) or a share of each scenario's history ('50%').")
+    unit: Literal["chars", "tokens"] = "chars"
+    prompts: list[str] = Field(default=[], description="Summary prompt files (one per variant).")
+    strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
+        default=["summary", "none", "no-history"], min_length=1,
+        description="summary, none, truncate, no-history, or module:function (see the README's list).")
+    max_turns: int | None = Field(
+        default=None, ge=1, description="Play only each scenario's first N turns; facts planted later are not "
+                                        "probed and percentage budgets are shares of what is played.")
+    scenario_ids: list[str] | None = Field(
+        default=None, min_length=1, description="Run only these scenarios (by id): try an eval cheaply first.")
+    prompt_ids: list[str] | None = Field(
+        default=None, min_length=1, description="Run only these summary prompts (by id, the file name without .txt).")
+    limit: int | None = Field(default=None, ge=1, description="Run only the first N cases of the plan.")
+    keep_recent: int = Field(default=1, ge=0)
+    repeats: int = Field(default=1, ge=1)
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    summary_max_tokens: int = Field(default=512, ge=1)
+    summary_transcript_chars: int | None = Field(
+        default=None, ge=1000, description="Longest transcript per summary request; longer ones fold in chunks. "
+                                           "Set it to fit the model's context window.")
+    reply_max_tokens: int = Field(default=200, ge=1, description="Token limit of live agent replies.")
+    summary_layout: Literal["system", "transcript-first"] | None = Field(
+        default=None, description="system: the seed's request (prompt as system, transcript as the user turn); "
+                                  "transcript-first: one user turn, the delimited transcript then the prompt. "
+                                  "Default: transcript-first on the embedded model (it follows summary prompts "
+                                  "measurably better so), system elsewhere.")
+    sampling: dict[str, float | int | bool | str] = Field(
+        default={}, description="Extra sampling settings sent with every request (for llama.cpp, e.g. "
+                                "repeat_penalty, dry_multiplier); part of the model's identity for caching and gating.")
+    probes: bool = Field(default=True, description="false: measure summary retention only, with no probe questions "
+                                                   "(several times cheaper).")
+    control_prompt: str | None = Field(
+        default=None, description="A summary prompt that keeps nothing, run beside the others: reports show "
+                                  "prompt sensitivity, the best prompt's retention minus this one's.")
+    batch: bool = Field(default=False, description="Run on the Message Batches API, all cases together in waves "
+                                                   "(Claude, or a base_url that serves /v1/messages/batches).")
+    batch_poll_seconds: float = Field(default=1.0, gt=0, description="First wait between two looks at a batch in "
+                                                                    "flight; it grows 1.5x a time to 60 s at most.")
+    prices: Prices | None = Field(default=None, description="Prices per million tokens, for `harness plan`.")
+    probe: ProbeSettings = ProbeSettings()
+    gate: GateSettings = GateSettings()
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    text: str
+    path: str
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()[:12]
+
+
+@dataclass
+class EvalSource:
+    """An eval file read and checked: its settings, scenarios and prompts; strategies still names."""
+
+    spec: EvalFile
+    path: Path
+    doc: LocatedYaml  # the file as read, to locate errors found later (an unknown strategy)
+    scenarios: list[Scenario]
+    prompts: list[Prompt]
+    control: str | None  # id of the keeps-nothing control prompt, one of `prompts`
+
+    @property
+    def repeats(self) -> int:
+        """Repeats that can differ: at temperature 0 they would be copies of one answer."""
+        return self.spec.repeats if self.spec.temperature > 0 else 1
+
+
+def _read_prompt(name: str, base: Path, origin: str | Path, line: int | None, field: str) -> Prompt:
+    """A summary prompt file; a problem is blamed on `origin` (the eval file's line, or the flag)."""
+    path = base / name
+    if not path.is_file():
+        raise InputError(origin, f"summary prompt file {name!r} not found (looked for {path})", line, field)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise InputError(origin, f"summary prompt file {name!r} is not UTF-8 text ({exc.reason} at byte "
+                                 f"{exc.start})", line, field) from None
+    if not text:
+        raise InputError(path, "summary prompt file is empty")
+    return Prompt(path.stem, text, str(path))
+
+
+def _chosen(doc: Any, field: str, noun: str, wanted: list[str] | None, existing: list[str],
+            flag: str | None) -> list[str]:
+    """The ids a subset names (all when none is named); an unknown one is an error listing what
+    exists, naming the flag it came from, or else the eval file's field."""
+    for name in wanted or []:
+        if name not in existing:
+            message = f"no {noun} {name!r} in this eval (it has: {', '.join(existing)})"
+            raise InputError(flag, message) if flag else doc.error((field,), message)
+    return wanted or existing
+
+
+def read_eval(path: str | Path, *, prompts: list[str] | None = None, model: str | None = None,
+              budgets: list[str] | None = None, repeats: int | None = None, probes: bool | None = None,
+              control: bool = True, scenario_ids: list[str] | None = None, prompt_ids: list[str] | None = None,
+              limit: int | None = None, batch: bool | None = None, prices: dict[str, float] | None = None) -> EvalSource:
+    """Read and check an eval file; keyword arguments are command-line overrides. `control`: False
+    leaves out the keeps-nothing control prompt (a gate's candidate run needs only the baseline's)."""
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise InputError(path, "an eval is a mapping with name, scenarios and budgets", 1)
+    overrides = {k: v for k, v in dict(prompts=prompts, model=model, budgets=budgets, repeats=repeats,
+                                       probes=probes, scenario_ids=scenario_ids, prompt_ids=prompt_ids,
+                                       limit=limit, batch=batch or None).items() if v is not None}
+    if prices:  # flags override the file's prices one by one
+        written = doc.data.get("prices")
+        doc.data["prices"] = {**(written if isinstance(written, dict) else {}), **prices}
+    doc.data.update(overrides)
+    spec = doc.validate(EvalFile)
+    base = doc.path.parent
+
+    scenario_paths: list[Path] = []
+    for i, pattern in enumerate(spec.scenarios):
+        matches = sorted(glob.glob(str(base / pattern))) if glob.has_magic(pattern) else [str(base / pattern)]
+        if not matches or not Path(matches[0]).is_file():
+            raise doc.error(("scenarios", i), f"no scenario file matches {pattern!r}")
+        scenario_paths += [Path(m) for m in matches if Path(m) not in scenario_paths]
+    scenarios = [load_scenario(p) for p in scenario_paths]
+    if spec.max_turns:
+        # A prefix of a valid scenario is valid: facts and supersessions only look backwards.
+        scenarios = [s.model_copy(update={"turns": s.turns[:spec.max_turns]}) for s in scenarios]
+    seen: dict[str, Path] = {}
+    for p, scenario in zip(scenario_paths, scenarios):
+        if scenario.id in seen:
+            raise InputError(p, f"scenario id {scenario.id!r} is also used by {seen[scenario.id]}", None, "id")
+        seen[scenario.id] = p
+    chosen = _chosen(doc, "scenario_ids", "scenario", spec.scenario_ids, list(seen), scenario_ids and "--scenario")
+    scenarios = [s for s in scenarios if s.id in chosen]
+
+    if prompts is not None:  # flags: relative to where the user stands, and blamed on the flag
+        loaded = [_read_prompt(p, Path.cwd(), "--prompt", None, "") for p in prompts]
+    else:
+        loaded = [_read_prompt(p, base, doc.path, doc.line_of(("prompts", i)), f"prompts[{i}]")
+                  for i, p in enumerate(spec.prompts)]
+    kept = _read_prompt(spec.control_prompt, base, doc.path, doc.line_of(("control_prompt",)),
+                        "control_prompt") if control and spec.control_prompt else None
+    if kept and kept.id not in [p.id for p in loaded]:
+        loaded.append(kept)
+    ids = [p.id for p in loaded]
+    if len(set(ids)) != len(ids):
+        raise doc.error(("prompts",), "two prompt files share a name; prompts are identified by file name")
+    chosen = _chosen(doc, "prompt_ids", "prompt", spec.prompt_ids, [i for i in ids if i != (kept and kept.id)],
+                     prompt_ids and "--prompt-id")
+    loaded = [p for p in loaded if p.id in chosen or p.id == (kept and kept.id)]
+    return EvalSource(spec, doc.path, doc, scenarios, loaded, kept and kept.id)

@@ -1,0 +1,1 @@
+"""`harness generate`: seeded synthetic scenarios built for statistical power."""

@@ -1,0 +1,334 @@
+"""Scenario files: scripted conversations that plant facts and say how to probe them.
+
+The pydantic models are the format's single definition: `harness schema` prints their
+JSON Schema, validation uses them, and the README documents the same fields.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import regex
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from ..errors import InputError, Loc
+from ..scoring.matchers import (MATCHERS, REGEX_SECONDS, ExactMatch, Expectation, Matcher, ScoringError, Target,
+                                mentions, states)
+from ..scoring.normalize import distinctive, normalize, numbers_in
+from .files import LocatedYaml, load_yaml
+
+
+def _to_text(value: Any) -> Any:
+    # YAML reads `2350` as an int and `2025-03-14` as a date; answers are compared as text.
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float, dt.date)):
+        return str(value)
+    return value
+
+
+def _visible(value: str) -> str:
+    if not normalize(value):
+        raise ValueError("is blank: only spaces, punctuation or invisible characters")
+    return value
+
+
+def _regex(pattern: str | None) -> str | None:
+    if pattern is None:
+        return None
+    try:
+        compiled = regex.compile(pattern, regex.IGNORECASE)
+    except regex.error as exc:
+        raise ValueError(f"not a valid regex: {exc}") from None
+    for harmless in ("", "I don't know.", "No."):
+        try:
+            matched = compiled.search(harmless, timeout=REGEX_SECONDS)
+        except TimeoutError:
+            raise ValueError(f"the regex runs longer than {REGEX_SECONDS} s on {harmless!r} "
+                             "(catastrophic backtracking)") from None
+        if matched:
+            raise ValueError(f"the regex matches {harmless!r}: any answer would count")
+    return pattern
+
+
+Text = Annotated[str, BeforeValidator(_to_text), Field(min_length=1), AfterValidator(_visible)]
+Slug = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # unknown keys are typos, not silently ignored
+
+
+class Value(_Strict):
+    """One value of a fact and what else counts as stating it."""
+
+    answer: Text | None = Field(default=None, description="The expected answer, as it should appear in a reply.")
+    aliases: list[Text] = Field(default=[], description="Other phrasings that also count.")
+    regex: Annotated[str | None, AfterValidator(_regex)] = Field(
+        default=None, description="A case-insensitive regex that also counts (the `regex` module's syntax).")
+    tolerance: float | None = Field(default=None, ge=0, allow_inf_nan=False,
+                                    description="Absolute tolerance for numeric answers.")
+
+    def expectation(self, matcher: Matcher = ExactMatch()) -> Expectation:
+        return Expectation(self.answer or "", tuple(self.aliases), self.regex, self.tolerance, matcher)
+
+
+class Fact(Value):
+    """A fact planted in the turn that declares it, probed after the conversation."""
+
+    id: Slug = Field(description="Unique within the scenario.")
+    kind: Slug = Field(description="number, name, identifier, date, decision, preference, or your own.")
+    subject: Text | None = Field(
+        default=None, description="What the value belongs to ('crate Amber'): a summary retains the fact only "
+                                  "when it states the value next to this subject, so swapped values do not count.")
+    probe: Text = Field(description="The question asked at the end; must not contain the answer.")
+    distractors: list[Text] = Field(
+        default=[], description="Near-miss values (also in the conversation); stating one is not recall.")
+    match: Literal[tuple(MATCHERS)] = Field(
+        default="exact", description="exact: normalised phrase match; f1: token F1 for free-form answers; "
+                                     "locomo: the LoCoMo benchmark's own scoring (needs `category`).")
+    f1_threshold: float = Field(default=0.5, gt=0, le=1, description="With match: f1 or locomo, the F1 that counts.")
+    category: int | None = Field(default=None, ge=1, le=5, description="With match: locomo, the LoCoMo QA category "
+                                                                      "(1-5) whose scoring applies.")
+    expect: Literal["answer", "abstain"] = Field(
+        default="answer", description="abstain: the conversation cannot answer the probe; 'I don't know' is right.")
+    confabulations: list[Text] = Field(
+        default=[], description="With expect: abstain, tempting wrong answers, scored `confabulated`.")
+    literal: bool = Field(default=True, description="false: the answer paraphrases the conversation, "
+                                                    "so validation does not look for it in the planting turn.")
+
+    @model_validator(mode="after")
+    def _answer_unless_abstaining(self) -> Fact:
+        if self.expect == "answer" and self.answer is None:
+            raise ValueError("`answer` is required unless `expect: abstain`")
+        if (self.match == "locomo") != (self.category is not None):
+            raise ValueError("`category` goes with `match: locomo`, and only with it")
+        return self
+
+    def target_expectation(self) -> Expectation | None:
+        if self.expect == "abstain":
+            return None
+        return self.expectation(self.matcher())
+
+    def matcher(self) -> Matcher:
+        return MATCHERS[self.match](self)
+
+
+class Supersession(Value):
+    """A later turn changes a fact: its probe then expects the new value."""
+
+    fact: Slug = Field(description="Id of a fact planted in an earlier turn.")
+
+    @model_validator(mode="after")
+    def _has_answer(self) -> Supersession:
+        if self.answer is None:
+            raise ValueError("a supersession needs the new `answer`")
+        return self
+
+
+class ToolCall(_Strict):
+    tool: Slug = Field(description="Name of a tool declared under `tools`.")
+    input: dict[str, Any] = Field(default={}, description="Arguments of the call.")
+    result: Text = Field(description="What the tool returned (facts can live here).")
+    is_error: bool = False
+
+
+class Reply(_Strict):
+    """A scripted assistant reply: text, then optional tool calls and the text after them."""
+
+    text: Text | None = None
+    tool_calls: list[ToolCall] = []
+    final: Text | None = Field(default=None, description="The reply after the tool results.")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Reply:
+        if self.tool_calls and self.final is None:
+            raise ValueError("a reply with tool_calls needs `final`, the text after the tool results")
+        if not self.tool_calls and self.final is not None:
+            raise ValueError("`final` only follows tool_calls; put the reply in `text`")
+        if self.text is None and not self.tool_calls:
+            raise ValueError("a reply needs `text` or `tool_calls`")
+        return self
+
+
+def _reply_shorthand(value: Any) -> Any:
+    return {"text": value} if isinstance(value, (str, int, float)) else value
+
+
+class Turn(_Strict):
+    user: Text = Field(description="What the user types.")
+    assistant: Annotated[Reply | None, BeforeValidator(_reply_shorthand, json_schema_input_type=str | Reply | None)] = Field(
+        default=None, description="Scripted reply (a string, or text/tool_calls/final); absent: the agent answers live.")
+    facts: list[Fact] = []
+    supersedes: list[Supersession] = []
+
+    def text(self) -> str:
+        """Everything this turn puts in the history before the model says anything live."""
+        parts = [self.user]
+        if reply := self.assistant:
+            parts += [reply.text or "", *(c.result for c in reply.tool_calls), reply.final or ""]
+        return "\n".join(parts)
+
+    def messages(self, index: int) -> list[dict[str, Any]]:
+        """The Messages API messages this turn adds to the history, as turn `index` of its
+        scenario; a live turn adds only its user line here (the agent adds its reply)."""
+        messages: list[dict[str, Any]] = [{"role": "user", "content": self.user}]
+        reply = self.assistant
+        if reply is None:
+            return messages
+        ids = [f"toolu_{index:04d}_{i}" for i in range(len(reply.tool_calls))]  # stable, for the cache
+        first = [{"type": "text", "text": reply.text}] if reply.text else []
+        first += [{"type": "tool_use", "id": i, "name": c.tool, "input": c.input} for i, c in zip(ids, reply.tool_calls)]
+        messages.append({"role": "assistant", "content": first})
+        if reply.tool_calls:
+            messages.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": i, "content": c.result, **({"is_error": True} if c.is_error else {})}
+                for i, c in zip(ids, reply.tool_calls)]})
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": reply.final}]})
+        return messages
+
+
+class Tool(_Strict):
+    name: Slug
+    description: Text
+    input_schema: dict[str, Any] = Field(default={"type": "object", "properties": {}})
+    result: Text = Field(description="What the tool returns when the agent calls it live.")
+
+
+class Scenario(_Strict):
+    id: Slug
+    description: Text
+    tools: list[Tool] = []
+    turns: list[Turn] = Field(min_length=1)
+
+    def scripted_history(self) -> list[dict[str, Any]]:
+        """The whole conversation as scripted, live replies left out: what budgets are shares of."""
+        return [m for index, turn in enumerate(self.turns) for m in turn.messages(index)]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One fact as it stands at the end of the conversation: what its probe should find."""
+
+    fact_id: str
+    kind: str
+    question: str
+    planted_turn: int
+    changed_turn: int  # last turn that planted or superseded it
+    literal: bool  # the answer is a span of the conversation, not a paraphrase
+    target: Target
+    subject: str | None = None
+    values: tuple[tuple[int, Expectation], ...] = ()  # (turn, value) in order; the last is the target's
+
+    def value_before(self, turn: int) -> tuple[int, Expectation] | None:
+        """The value the fact had before `turn` (and the turn that set it), if it was planted by then."""
+        known = [(t, v) for t, v in self.values if t < turn]
+        return known[-1] if known else None
+
+
+def _check_distinctive(doc: LocatedYaml, loc: Loc, fields: dict[str, list[str | None]]) -> None:
+    """Values a phrase-matched answer is scored against must be more than common words ("the",
+    "yes"): any answer would state them, so the fact would be recalled or confused by anything."""
+    for field, values in fields.items():
+        for i, value in enumerate(values):
+            if value is not None and not distinctive(value):
+                where = loc + ((field,) if field == "answer" else (field, i))
+                raise doc.error(where, f"{value!r} is only common words: any answer would state it")
+
+
+def _check(doc: LocatedYaml, scenario: Scenario) -> None:
+    """Rules pydantic cannot express alone; each error is located in the file."""
+    tool_names = [t.name for t in scenario.tools]
+    for i, name in enumerate(tool_names):
+        if tool_names.index(name) != i:
+            raise doc.error(("tools", i, "name"), f"duplicate tool name {name!r}")
+    planted: dict[str, int] = {}
+    exact: set[str] = set()  # facts scored by phrase, whose later values must be distinctive too
+    for t, turn in enumerate(scenario.turns):
+        for c, call in enumerate(turn.assistant.tool_calls if turn.assistant else []):
+            if call.tool not in tool_names:
+                raise doc.error(("turns", t, "assistant", "tool_calls", c, "tool"),
+                                f"unknown tool {call.tool!r}; declare it under `tools`")
+        where = "the user line" if turn.assistant is None else "this turn's text"
+        for f, fact in enumerate(turn.facts):
+            loc = ("turns", t, "facts", f)
+            if fact.id in planted:
+                raise doc.error(loc + ("id",), f"duplicate fact id {fact.id!r}")
+            planted[fact.id] = t
+            if fact.match == "exact":
+                exact.add(fact.id)
+            try:
+                _check_fact(doc, loc, fact, turn.text(), where)
+            except ScoringError as exc:
+                raise doc.error(loc + ("regex",), f"{exc} on this turn (catastrophic backtracking)") from None
+        for s, change in enumerate(turn.supersedes):
+            loc = ("turns", t, "supersedes", s)
+            if planted.get(change.fact, t) >= t:
+                raise doc.error(loc + ("fact",), f"no fact {change.fact!r} is planted in an earlier turn")
+            if change.fact in exact:
+                _check_distinctive(doc, loc, {"answer": [change.answer], "aliases": change.aliases})
+            if not states(turn.text(), change.expectation(), within=True):
+                raise doc.error(loc + ("answer",), f"{change.answer!r} does not occur in {where}")
+
+
+def _check_fact(doc: LocatedYaml, loc: Loc, fact: Fact, text: str, where: str) -> None:
+    """A fact must be scoreable: planted where it says, not leaked by its probe, and not stated
+    (or confused) by answers that say nothing about it."""
+    leaked = [v for v in (fact.answer, *fact.aliases) if v and mentions(fact.probe, v, fact.tolerance)]
+    if leaked:
+        raise doc.error(loc + ("probe",), f"the probe contains its own answer {leaked[0]!r}")
+    expected = fact.target_expectation()
+    if fact.match == "exact":  # free-form (f1) answers are scored by overlap, not by phrase
+        _check_distinctive(doc, loc, {"answer": [fact.answer], "aliases": fact.aliases,
+                                      "distractors": fact.distractors, "confabulations": fact.confabulations})
+    for d, distractor in enumerate(fact.distractors):
+        if expected and states(distractor, expected, within=True):
+            raise doc.error(loc + ("distractors", d), f"the distractor {distractor!r} states the answer itself: "
+                                                      "no answer could be recalled")
+    numbers = numbers_in(fact.answer or "")
+    if fact.tolerance and len(numbers) == 1 and 0 < abs(numbers[0]) <= fact.tolerance:
+        raise doc.error(loc + ("tolerance",), f"a tolerance of {fact.tolerance:g} accepts 0 and every number near "
+                                              f"it: keep it under the answer's {numbers[0]:g}")
+    if expected and fact.literal and not states(text, expected, within=True):
+        raise doc.error(loc + ("answer",), f"{fact.answer!r} does not occur in {where} "
+                                           "(set `literal: false` if it is a paraphrase)")
+    if fact.subject and not mentions(text, fact.subject):
+        raise doc.error(loc + ("subject",), f"the subject {fact.subject!r} does not occur in {where}")
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise InputError(path, "a scenario is a mapping with id, description and turns", 1)
+    scenario = doc.validate(Scenario)
+    _check(doc, scenario)
+    return scenario
+
+
+def probes(scenario: Scenario) -> list[Probe]:
+    """The facts to probe, each with its final value and the values it had before."""
+    facts: dict[str, tuple[int, Fact]] = {}
+    history: dict[str, list[tuple[int, Value]]] = {}
+    for t, turn in enumerate(scenario.turns):
+        for fact in turn.facts:
+            facts[fact.id] = (t, fact)
+            history[fact.id] = [(t, fact)]
+        for change in turn.supersedes:
+            history[change.fact].append((t, change))
+    result = []
+    for fact_id, (planted, fact) in facts.items():
+        values = history[fact_id]
+        changed, current = values[-1]
+        matcher = fact.matcher()
+        expected = fact.target_expectation() if current is fact else current.expectation(matcher)
+        target = Target(expected, tuple(v.expectation(matcher) for _, v in values[:-1]),
+                        tuple(fact.distractors), tuple(Expectation(c, matcher=matcher) for c in fact.confabulations),
+                        matcher)
+        history_values = tuple((t, v.expectation(matcher)) for t, v in values[:-1]) + (
+            ((changed, expected),) if expected else ())
+        result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target,
+                            fact.subject, history_values))
+    return result

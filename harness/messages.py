@@ -1,0 +1,63 @@
+"""The agent's history: Messages API messages, as the seed (agent-010) holds them, read as text.
+
+A history holds three shapes of message: user text (a string), assistant content (a list of text
+and `tool_use` blocks) and tool results (a user message whose content is a list of `tool_result`
+blocks). `render_message` flattens any of them into readable text: it is how a history is measured
+in characters (`history_size`, the budget's yardstick) and how the transcript a summary is written
+from is built. `content_text` is the one reading of "the text of these blocks" that everything else
+uses (replies, summaries, tool results).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Message = dict[str, Any]
+
+
+def content_text(content: str | list[dict[str, Any]], separator: str = "\n") -> str:
+    """The text of a message's content: a string as it is; of blocks, the text blocks' text and the
+    text of tool results, joined (tool calls, images and other blocks carry none)."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if block.get("type") == "text":
+            parts.append(block.get("text", ""))
+        elif block.get("type") == "tool_result":
+            parts.append(content_text(block.get("content") or "", separator))
+    return separator.join(parts)
+
+
+def first_text(content: list[dict[str, Any]]) -> str | None:
+    """The first text block's text (a summary reply's summary), or None when there is none."""
+    return next((block["text"] for block in content if block.get("type") == "text"), None)
+
+
+def render_message(message: Message) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return f"{message['role']}: {content}"
+    parts = []
+    for block in content:
+        if block["type"] == "tool_result":
+            parts.append(f"tool result: {content_text(block.get('content') or '')}")
+        elif block["type"] == "text":
+            parts.append(f"{message['role']}: {block['text']}")
+        elif block["type"] == "tool_use":
+            parts.append(f"{message['role']} called {block['name']}({block['input']})")
+    return "\n".join(parts)
+
+
+def history_size(messages: list[Message]) -> int:
+    return sum(len(render_message(m)) for m in messages)
+
+
+def is_user_turn(message: Message) -> bool:
+    """A user-role message is a real user turn only if its content is a string; a list is tool
+    results, mid-exchange: not a place to cut."""
+    return message["role"] == "user" and isinstance(message["content"], str)
+
+
+def exchange_starts(messages: list[Message]) -> list[int]:
+    return [i for i, m in enumerate(messages) if is_user_turn(m)]

@@ -1,0 +1,132 @@
+"""The records contract: the typed lines of a run folder, one description of every field.
+
+`execution` writes these records and `analysis` and `reports` read them back as DataFrames
+(`records.load`): this module is what the two sides agree on, including how a row is labelled
+(`variant`) and which strategies are reference points rather than compactions under test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+# The reference points every eval may run beside the compactions under test (strategy -> label).
+CONTROL_LABELS = {"none": "ceiling (full history)", "no-history": "control: no history"}
+CEILING, NO_HISTORY = CONTROL_LABELS["none"], CONTROL_LABELS["no-history"]
+CONTROLS = tuple(CONTROL_LABELS.values())
+METRICS = ("retention", "recall")  # does the summary state the fact; does the probe answer
+
+
+def variant(strategy: str, prompt: str | None) -> str:
+    """A row's label in every table: a control's label, else the strategy with its summary prompt
+    (strategies that take none are named alone)."""
+    if strategy in CONTROL_LABELS:
+        return CONTROL_LABELS[strategy]
+    return f"{strategy}: {prompt}" if prompt else strategy
+
+
+@dataclass
+class CompactionEvent:
+    """What one compaction did, for the harness to store beside the records."""
+
+    strategy: str
+    folded_messages: int  # messages[:folded_messages] were replaced
+    size_before: int
+    size_after: int
+    unit: str
+    summary: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    chunks: int = 0  # model requests this compaction made (summary: more than one when folded in chunks)
+    error: str | None = None  # set when the compaction was skipped; the history is unchanged
+    replaced_with: int = 0  # new messages put in place of the folded ones (0: dropped outright)
+
+
+@dataclass(kw_only=True)
+class CaseRow:
+    """The case a line belongs to; every line of every records file starts with these."""
+
+    case: str  # scenario/strategy/budget/prompt/repeat
+    scenario: str
+    strategy: str  # a name of `compaction.STRATEGIES`, or a custom `module:function`
+    budget: str | None  # as written in the eval ("1200" or "40%"); None: the strategy ignores budgets
+    prompt: str | None  # summary prompt id; None: the strategy takes no prompt
+    prompt_hash: str | None = None
+    repeat: int = 0
+    model: str | None = None  # the client's identity
+    unit: str | None = None  # the budget's unit: chars or tokens
+
+
+@dataclass(kw_only=True)
+class ProbeRecord(CaseRow):
+    """One probe: a fact asked about after the case was played, and how the answer scored."""
+
+    fact: str
+    kind: str
+    question: str | None = None  # the probe as asked
+    planted_turn: int
+    changed_turn: int  # the turn that set the value probed (the planting turn unless superseded)
+    superseded: bool
+    literal: bool  # false: the answer paraphrases the conversation (imported benchmarks)
+    expected: str | None  # None: the right outcome is to abstain
+    verdict: str  # one of `score.VERDICTS`
+    error: str | None = None  # why the probe or its case failed (verdict `error`)
+    limit: int | None = None  # the budget resolved in units; None: never compacts (or failed)
+    location: str | None = None  # at probe time: verbatim, summary, gone; none (no history)
+    compactions: int | None = None  # compactions that folded the fact
+    in_summary: bool | None = None  # the last summary states the value; None: no summary
+    answer: str | None = None
+    f1: float | None = None  # the matcher's graded score (token F1 for `match: f1`), else None
+    judge: bool | None = None  # the judge's word on an answer the matcher scored `forgot`
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    latency_s: float | None = None
+    cached: bool | None = None  # every call of the probe came from the response cache
+
+
+@dataclass(kw_only=True)
+class RetentionRecord(CaseRow):
+    """After one compaction, one fact folded so far: does the summary state its current value?"""
+
+    fact: str
+    kind: str
+    retained: bool | None  # of its subject, when it has one; None: unknown (or the case failed)
+    error: str | None = None  # set when the case failed
+    compaction: int | None = None  # index of the compaction in the case's compaction records
+    before_turn: int | None = None  # the compaction ran before this turn
+    value_turn: int | None = None  # the turn that set the value checked
+    expected: str | None = None
+
+
+@dataclass(kw_only=True)
+class CompactionRecord(CaseRow):
+    """One compaction: where it ran in the case, and what the strategy reported (the fields of
+    `CompactionEvent`, written on the same line)."""
+
+    before_turn: int
+    first_verbatim_turn: int  # turns before this one are no longer verbatim in the history
+    event: CompactionEvent
+
+    def row(self) -> dict[str, Any]:
+        line = asdict(self)
+        event = line.pop("event")
+        return {**line, **event}
+
+
+Record = ProbeRecord | RetentionRecord | CompactionRecord
+
+
+
+def row_of(record: Record) -> dict[str, Any]:
+    """A record as the line written for it."""
+    return record.row() if isinstance(record, CompactionRecord) else asdict(record)
+
+
+def columns(record_type: type) -> list[str]:
+    """Every field of a record type, as the columns of its DataFrame."""
+    names = [f.name for f in fields(record_type) if f.name != "event"]
+    return names + ([f.name for f in fields(CompactionEvent) if f.name not in names]
+                    if record_type is CompactionRecord else [])

@@ -1,0 +1,125 @@
+"""Paired comparisons, as the report, `harness compare` and the gate show them: every two variants
+of a run on the same facts, the headline's best variant, a comparison in words, and the cells of
+a paired test (difference with its interval, p, pairs in scenarios), formatted once."""
+
+from __future__ import annotations
+
+import itertools
+
+import pandas as pd
+
+from ..analysis.compare import VARIANT_KEY, Comparison, pair_units, units
+from ..analysis.gate import manifest_settings
+from ..analysis.rates import variant_order
+from ..analysis.stats import PairedTest, minimum_detectable_drop
+from ..records import Run
+from ..records.schema import CEILING, CONTROLS, METRICS
+
+
+def test_cells(t: PairedTest, difference: str, digits: str, untested: str) -> dict[str, str]:
+    """The columns of one paired test: B minus A with its 95% interval (or why there is none), p,
+    and pairs in scenarios. `digits`: the format of a share, such as ".1%"."""
+    return {difference: (f"{t.difference:+{digits}} ({t.low:+{digits}} to {t.high:+{digits}})" if t.judged
+                         else f"{t.difference:+{digits}} ({untested})"),
+            "p": f"{t.p_value:.3g}" if t.judged else "n/a",
+            "pairs (scenarios)": f"{t.pairs} ({t.clusters})"}
+
+
+CEILING_KEY = ["scenario", "fact", "repeat"]  # the ceiling does not depend on the budget
+
+
+def _units(run: Run, metric: str) -> dict[str, pd.DataFrame]:
+    """Per variant (prompt or strategy), its units of `metric` (see `compare`)."""
+    rows = run.rows(metric)
+    return {v: units(rows[rows["variant"] == v], metric) for v in variant_order(rows["variant"].unique())} if len(rows) else {}
+
+
+def paired_comparisons(run: Run) -> list[Comparison]:
+    """Every two variants under test, on each metric, paired fact by fact; and on recall each
+    against the ceiling (the same facts with no compaction). Tested over scenarios, as the gate."""
+    comparisons = []
+    for metric in METRICS:
+        by_variant = _units(run, metric)
+        tested = [v for v in by_variant if v not in CONTROLS]
+        for a, b in itertools.combinations(tested, 2):
+            comparisons.append(pair_units(by_variant[a], by_variant[b], a, b, metric, VARIANT_KEY))
+        if metric == "recall" and CEILING in by_variant:
+            comparisons += [pair_units(by_variant[CEILING], by_variant[v], CEILING, v, metric, CEILING_KEY)
+                            for v in tested]
+    return [c for c in comparisons if c.n]
+
+
+def _reading(c: Comparison, alpha: float) -> str:
+    if not c.test.judged:
+        return "too few scenarios to tell"
+    if c.p_value < alpha:
+        return f"{c.label_b if c.difference > 0 else c.label_a} higher"
+    return "not distinguishable from noise"
+
+
+def comparison_table(run: Run) -> pd.DataFrame:
+    alpha = manifest_settings(run.about).alpha
+    rows = {}
+    for c in paired_comparisons(run):
+        t = c.test
+        rows[f"{c.metric}: {c.label_b} vs {c.label_a}"] = {
+            "A": f"{c.label_a} {t.mean_a:.0%}", "B": f"{c.label_b} {t.mean_b:.0%}",
+            **test_cells(t, "B minus A (95% CI)", ".1%", "no interval"), "reading": _reading(c, alpha)}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def ranked(run: Run) -> tuple[str, dict[str, pd.DataFrame]]:
+    """The headline metric (recall, or retention for a run without probes) and the variants under
+    test with their units, best first."""
+    metric = "recall" if not run.records.empty else "retention"
+    tested = {v: u for v, u in _units(run, metric).items() if v not in CONTROLS and len(u)}
+    return metric, dict(sorted(tested.items(), key=lambda item: item[1]["value"].mean(), reverse=True))
+
+
+def best_variant(run: Run) -> str | None:
+    """One line: the best variant under test on recall (retention when the run has no probes), by
+    how much it leads the next, and whether that is distinguishable from noise at the gate's alpha,
+    with the smallest difference this run could detect at the gate's power."""
+    metric, by_variant = ranked(run)
+    if not by_variant:
+        return None
+    settings = manifest_settings(run.about)
+    alpha, power = settings.alpha, settings.power
+    order = list(by_variant)
+    best = order[0]
+    line = f"Best on {metric}: {best} ({by_variant[best]['value'].mean():.0%})"
+    if len(order) == 1:
+        return line + "; the only variant under test"
+    c = pair_units(by_variant[order[1]], by_variant[best], order[1], best, metric, VARIANT_KEY)
+    t = c.test
+    lead = f"{line}, {t.difference * 100:+.1f} points over {order[1]} on the same {t.pairs} facts in {t.clusters} scenarios"
+    if not t.judged:
+        return f"{lead}: too few scenarios (under 5) to tell a difference from noise"
+    detectable = minimum_detectable_drop(by_variant[order[1]]["value"], by_variant[order[1]]["scenario"], alpha, power)
+    return (f"{lead} (95% CI {t.low * 100:+.1f} to {t.high * 100:+.1f}, p = {t.p_value:.3g}): "
+            f"{'distinguishable' if t.p_value < alpha else 'not distinguishable'} from noise at alpha {alpha:g}; "
+            f"this run detects differences of {detectable:.1%} or more with {power:.0%} power")
+
+
+def describe(comparison: Comparison, flips: int = 20) -> str:
+    """A plain-text account: rates, difference with its interval and p-value, flipped facts."""
+    c = comparison
+    if c.n == 0:
+        return f"{c.metric}: {c.label_a} vs {c.label_b}: no paired units"
+    lines = [f"{c.metric}: {c.label_a}: {c.recall_a:.0%}   {c.label_b}: {c.recall_b:.0%}",
+             f"difference ({c.label_b} - {c.label_a}): {c.test.describe()}; "
+             f"{len(c.lost)} facts lost, {len(c.gained)} gained"]
+    for title, rows in ((f"kept better by {c.label_a}", c.lost), (f"kept better by {c.label_b}", c.gained)):
+        if len(rows):
+            lines.append(f"{title}:")
+            for row in rows.head(flips).itertuples():
+                detail = f"expected {row.expected_a!r}"
+                if c.metric == "recall":
+                    detail += (f"; {c.label_b if row.hit_a > row.hit_b else c.label_a} answered "
+                               f"{str(row.answer_b if row.hit_a > row.hit_b else row.answer_a)[:80]!r}")
+                else:
+                    detail += f"; retained in {row.hit_a:.0%} vs {row.hit_b:.0%} of summaries"
+                lines.append(f"  {row.scenario}/{row.fact} (budget {row.budget}): {detail}")
+            if len(rows) > flips:
+                lines.append(f"  ... and {len(rows) - flips} more")
+    return "\n".join(lines)

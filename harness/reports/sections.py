@@ -1,0 +1,73 @@
+"""The report's sections: `TABLES` lists them in order, each with a title, a builder and optionally
+a plot. Every format (`formats`: text, markdown, CSV, HTML) iterates it, so a new table is a
+builder (`tables`) and an entry here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+
+from ..analysis.gate import manifest_settings
+from ..records import Run
+from ..records.load import prompted
+from .comparisons import comparison_table
+from .plots import plot_recall_by_budget, plot_recall_by_kind, plot_summary_costs, plot_survival, plot_where_lost
+from .tables import (answer_types, mean_f1_by_budget, prompt_sensitivity, recall_by_answer_type, recall_by_budget,
+                     recall_by_kind, retention_by_budget, retention_per_prompt, summary_costs, survival_by_compactions,
+                     where_lost)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One section of every report format; a builder that returns an empty table leaves it out."""
+
+    title: str
+    build: Callable[[Run], pd.DataFrame]
+    plot: Callable[[Run], object] | None = None  # a matplotlib figure, or None when there is nothing to draw
+
+
+def _with_records(build: Callable[[pd.DataFrame], pd.DataFrame]) -> Callable[[Run], pd.DataFrame]:
+    """A builder over probe records; a run without probes (retention only) has none of these tables."""
+    return lambda run: build(run.records) if not run.records.empty else pd.DataFrame()
+
+
+def _retention_per_prompt(run: Run) -> pd.DataFrame:
+    if run.retention.empty:
+        return pd.DataFrame()
+    settings = manifest_settings(run.about)
+    return retention_per_prompt(run.retention, settings.alpha, settings.power)
+
+
+def _prompt_sensitivity(run: Run) -> pd.DataFrame:
+    control = run.about.control_prompt
+    return prompt_sensitivity(prompted(run.retention), control) if control and not run.retention.empty \
+        else pd.DataFrame()
+
+
+def _answer_types(df: pd.DataFrame) -> pd.DataFrame:
+    return recall_by_answer_type(df) if (answer_types(df) != "literal").any() else pd.DataFrame()
+
+
+TABLES = [
+    Table("Summary retention by prompt and budget",
+          lambda run: retention_by_budget(run.retention) if not run.retention.empty else pd.DataFrame()),
+    Table("Recall by summary prompt and budget", _with_records(recall_by_budget), plot_recall_by_budget),
+    Table("Paired comparisons (same facts; tested over scenarios, as the gate)", comparison_table),
+    Table("Retention per prompt, and the smallest drop this run detects", _retention_per_prompt),
+    Table("Compression and cost per prompt", lambda run: summary_costs(run.compactions, run.about.wave_seconds),
+          plot_summary_costs),
+    Table("Prompt sensitivity: retention against the keeps-nothing control", _prompt_sensitivity),
+    Table("Recall by fact kind", _with_records(recall_by_kind), plot_recall_by_kind),
+    Table("Recall by answer type", _with_records(_answer_types)),
+    Table("Mean token F1 of free-form answers (LoCoMo's metric)", _with_records(mean_f1_by_budget)),
+    Table("Where facts were lost", _with_records(where_lost), plot_where_lost),
+    Table("Survival by number of compactions", _with_records(survival_by_compactions), plot_survival),
+]
+
+
+def tables(run: Run) -> list[tuple[Table, pd.DataFrame]]:
+    """The tables this run has data for, in order, each with its built data."""
+    built = [(table, table.build(run)) for table in TABLES]
+    return [(table, data) for table, data in built if not data.empty]

@@ -1,0 +1,216 @@
+"""Deterministic scoring: does a piece of text state a fact?
+
+A fact's `match:` picks its matcher from `MATCHERS` (`exact`: normalised phrases and numbers;
+`f1`: token F1 for free-form answers; `locomo`: the benchmark's own scoring). The same matcher
+scores probe answers and checks summaries, so "dropped by the summary" and "kept but not
+recalled" are measured with one yardstick. It is also what scenario validation uses to reject
+leaky probes and facts missing from their planting turn.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import regex
+
+from .locomo import LOCOMO_NO_ANSWER, locomo_f1, locomo_multi_f1, locomo_tokens
+from .normalize import as_number, normalize, numbers_in, token_f1, token_recall
+
+
+class Matcher(Protocol):
+    """How a fact's `match:` decides that a text states an expected value."""
+
+    def states(self, text: str, expectation: Expectation, within: bool) -> bool:
+        """`within`: the text is a long document (a summary, a planting turn), not an answer."""
+
+    def score(self, answer: str, expectation: Expectation | None) -> float | None:
+        """A graded score recorded beside the verdict (`expectation` None: abstaining is right), or
+        None when the matcher has none."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What counts as stating one value of a fact."""
+
+    answer: str
+    aliases: tuple[str, ...] = ()
+    regex: str | None = None  # also counts, whatever the matcher
+    tolerance: float | None = None  # absolute, for numeric answers
+    matcher: Matcher = field(default_factory=lambda: ExactMatch())
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        return (self.answer, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Everything needed to score one probe answer."""
+
+    expected: Expectation | None  # None: the right outcome is to abstain
+    stale: tuple[Expectation, ...] = ()  # values the fact had before it was superseded
+    distractors: tuple[str, ...] = ()
+    confabulations: tuple[Expectation, ...] = ()  # for abstain facts: tempting wrong answers
+    matcher: Matcher = field(default_factory=lambda: ExactMatch())  # the fact's, for its graded score
+
+
+def mentions(text: str, value: str, tolerance: float | None = None) -> bool:
+    """True when `text` states `value`: as a whole-word phrase, or numerically."""
+    number = as_number(value)
+    if number is not None:
+        return any(abs(n - number) <= (tolerance or 0) + 1e-9 for n in numbers_in(text))
+    needle = normalize(value)
+    return bool(needle) and f" {needle} " in f" {normalize(text)} "
+
+
+def _best(score, text: str, expectation: Expectation) -> float:
+    """The best score of `text` against the expected value and its aliases."""
+    return max(score(text, value) for value in expectation.values)
+
+
+# A clause ends at sentence punctuation, a comma (not the one before a year: "March 14, 2025"), a
+# dash, or a contrast ("..., not the Baixa Grand", "not 2350 but 2800").
+_CLAUSE_END = re.compile(r"[;!?]|\.(?=\s|$)|,(?!\s*\d{4}\b)(?=\s)|\s[-\u2013\u2014]\s|\b(?:but|however|although)\b")
+# Negation cues in normalised text ("can't" normalises to "can t").
+_NEGATION = re.compile(r"\b(?:not|no|never|cannot|unable|neither|nor|without|\w+n t)\b")
+
+
+def affirms(text: str, value: str, tolerance: float | None = None) -> bool:
+    """True when an answer states `value` in some clause that does not negate it before it:
+    "not Lisbon" and "I'm unable to provide a refund or replacement" do not affirm Lisbon or
+    replacement; "Casa Alfama, not the Baixa Grand" affirms Casa Alfama and not the Baixa Grand."""
+    for clause in _CLAUSE_END.split(text):
+        norm = normalize(clause)
+        if any(not _NEGATION.search(norm[:at]) for at in _occurrences(norm, value, tolerance)):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class ExactMatch:
+    """`match: exact`: the value (or an alias) as a whole-word phrase after normalisation, or
+    a number within the tolerance. In an answer it must be affirmed, not refused or negated; in
+    a long text (a summary, a planting turn) any mention counts."""
+
+    def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
+        said = mentions if within else affirms
+        return any(said(text, value, expectation.tolerance) for value in expectation.values)
+
+    def score(self, answer: str, expectation: Expectation | None) -> float | None:
+        return None
+
+
+@dataclass(frozen=True)
+class TokenF1:
+    """`match: f1`: free-form answers scored by token F1 (LoCoMo's metric) against the value or
+    an alias; a long text is scored by the share of the value's words it contains instead."""
+
+    threshold: float = 0.5
+
+    def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
+        return _best(token_recall if within else token_f1, text, expectation) >= self.threshold
+
+    def score(self, answer: str, expectation: Expectation | None) -> float | None:
+        return _best(token_f1, answer, expectation) if expectation else None
+
+
+@dataclass(frozen=True)
+class LocomoF1:
+    """`match: locomo`: LoCoMo's published scoring for the fact's `category`: stemmed token F1
+    (categories 2 and 4), the answer cut at its first ";" (category 3), per-sub-answer F1 (category
+    1), and for category 5 (unanswerable) 1 when the reply says "no information available" or "not
+    mentioned", else 0. A long text states the answer when it holds `threshold` of its words."""
+
+    category: int
+    threshold: float = 0.5
+
+    def _against(self, answer: str, truth: str) -> float:
+        if self.category == 1:
+            return locomo_multi_f1(answer, truth)
+        if self.category == 3:
+            truth = truth.split(";")[0].strip()
+        return locomo_f1(answer, truth)
+
+    def score(self, answer: str, expectation: Expectation | None) -> float | None:
+        if expectation is None:
+            return float(any(phrase in answer.lower() for phrase in LOCOMO_NO_ANSWER))
+        return max(self._against(answer, value) for value in expectation.values)
+
+    def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
+        if not within:
+            return self.score(text, expectation) >= self.threshold
+        present = set(locomo_tokens(text))
+        return any(sum(t in present for t in words) / len(words) >= self.threshold
+                   for words in map(locomo_tokens, expectation.values) if words)
+
+
+# A fact's `match:` names its matcher, built from the fact's own settings (such as `f1_threshold`).
+MATCHERS: dict[str, Callable[[Any], Matcher]] = {
+    "exact": lambda fact: ExactMatch(),
+    "f1": lambda fact: TokenF1(fact.f1_threshold),
+    "locomo": lambda fact: LocomoF1(fact.category, fact.f1_threshold),
+}
+
+
+REGEX_SECONDS = 0.5  # a fact's regex that takes longer on one text backtracks catastrophically
+
+
+class ScoringError(Exception):
+    """A text could not be scored (a fact's regex ran out of time): recorded as an error."""
+
+
+def regex_matches(pattern: str, text: str) -> bool:
+    """A fact's regex, case-insensitive and bounded in time (the `regex` module's timeout)."""
+    try:
+        return regex.search(pattern, text, regex.IGNORECASE, timeout=REGEX_SECONDS) is not None
+    except TimeoutError:
+        raise ScoringError(f"the regex {pattern!r} ran longer than {REGEX_SECONDS} s") from None
+
+
+def states(text: str, expectation: Expectation, within: bool = False) -> bool:
+    """True when `text` states the expected value, by its regex or by its matcher."""
+    if expectation.regex and regex_matches(expectation.regex, text):
+        return True
+    return expectation.matcher.states(text, expectation, within)
+
+
+def _occurrences(norm: str, value: str, tolerance: float | None) -> list[int]:
+    """Character offsets in normalised text where `value` is stated."""
+    number = as_number(value)
+    if number is not None:
+        return [m.start() for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", norm)
+                if abs(float(m[0]) - number) <= (tolerance or 0) + 1e-9]
+    needle = normalize(value)
+    return [m.start() for m in re.finditer(rf"(?<!\w){re.escape(needle)}(?!\w)", norm)] if needle else []
+
+
+def states_about(text: str, expectation: Expectation, subject: str | None, others: tuple[str, ...] = ()) -> bool:
+    """Does a long text (a summary) state this value *of this subject*? Without a subject this is
+    `states(within=True)`. With one, in some line or sentence the value must belong to the subject rather
+    than to any of the `others` (the scenario's other subjects; see `_bound_subject`), so swapped
+    values do not count."""
+    if subject is None:
+        return states(text, expectation, within=True)
+    for segment in re.split(r"\n|(?<=[.!?;])\s+", text):
+        if not states(segment, expectation, within=True):
+            continue
+        norm = normalize(segment)
+        anchors = [(p, s == subject) for s in {subject, *others} for p in _occurrences(norm, s, None)]
+        if not any(mine for _, mine in anchors):
+            continue
+        values = [p for v in expectation.values for p in _occurrences(norm, v, expectation.tolerance)]
+        if not values:  # stated by regex or token overlap: the subject in the same segment must do
+            return True
+        if any(_bound_subject(anchors, v) for v in values):
+            return True
+    return False
+
+
+def _bound_subject(anchors: list[tuple[int, bool]], value: int) -> bool:
+    """Whether the subject a value belongs to is ours: the nearest subject before it ("crate Amber
+    weighs 418 kg"), or, when none precedes, the nearest after it ("418 kg for crate Amber")."""
+    before = [a for a in anchors if a[0] < value]
+    nearest = max(before) if before else min(anchors, key=lambda a: a[0] - value)
+    return nearest[1]

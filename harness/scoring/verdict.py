@@ -1,0 +1,42 @@
+"""Probe verdicts: `verdict` turns an answer into recalled, forgot, stale, abstained or confabulated
+(`error` is the runner's, for a model or API failure: never counted as forgetting)."""
+
+from __future__ import annotations
+
+import re
+
+from .matchers import Target, affirms, states
+
+VERDICTS = ("recalled", "forgot", "stale", "abstained", "confabulated", "error")
+
+
+_ABSTENTION = re.compile(
+    r"\b(?:i\s+(?:do\s+not|don'?t|cannot|can'?t)\s+"
+    r"(?:know|recall|remember|say|tell|have\s+(?:that|this|any|enough)\s+information)"
+    r"|not\s+(?:sure|certain)"
+    r"|not\s+(?:been\s+)?(?:mentioned|specified|provided|stated|given)"
+    r"|no\s+(?:information|record|mention)"
+    r"|(?:unknown|unclear)\b)",
+    re.IGNORECASE,
+)
+
+
+def abstains(text: str) -> bool:
+    return bool(_ABSTENTION.search(text.replace("’", "'")))
+
+
+def verdict(answer: str, target: Target) -> str:
+    """Score one probe answer. A model or API failure is scored `error` by the caller."""
+    if target.expected is None:  # the conversation cannot answer this: abstaining is right
+        if any(states(answer, c) for c in target.confabulations):
+            return "confabulated"
+        return "recalled" if abstains(answer) else "forgot"
+    recalled = states(answer, target.expected)
+    confused = any(affirms(answer, d) for d in target.distractors)  # "X, not <distractor>" is not confused
+    if recalled and not confused:
+        return "recalled"
+    if not recalled and any(states(answer, old) for old in target.stale):
+        return "stale"
+    if not recalled and abstains(answer):
+        return "abstained"
+    return "forgot"
