@@ -37,6 +37,8 @@ def describe_error(error: dict, known: list[str] | None = None) -> str:
         return "unknown key" + did_you_mean(str(error["loc"][-1]), known or [], "(a typo?)")
     if error["type"] == "missing":
         return "required field is missing"
+    if isinstance(error.get("input"), bool) and error["type"] in ("int_type", "float_type"):
+        return f"a number, not {str(error['input']).lower()}"
     return error["msg"].removeprefix("Value error, ")
 
 

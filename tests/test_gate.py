@@ -271,3 +271,27 @@ def test_analysis_never_imports_the_runner_the_agent_or_the_sdk():
             "'harness.execution.agent', 'xllamacpp')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_summaries_that_run_into_the_token_cap_more_often_fail(tmp_path, capsys):
+    rng = random.Random(6)
+    seed = kept(rng, 0.6)
+
+    def with_caps(folder, share):
+        run = make_retention_run(folder, {"seed": seed})
+        rows = [json.loads(line) for line in (run / "compactions.jsonl").read_text().splitlines()]
+        for i, row in enumerate(rows):
+            row["capped"] = i < round(share * len(rows))
+        (run / "compactions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return run
+    base, copying, same = with_caps(tmp_path / "base", 0.0), with_caps(tmp_path / "copy", 2 / 3), with_caps(tmp_path / "same", 0.0)
+    assert main(["gate", "--run", str(copying), "--baseline", str(base)]) == 100
+    out = capsys.readouterr().out
+    assert "**Summary cap: seed FAILS**: 67% of the summaries stop at the token cap against the baseline's 0%" in out
+    assert "| summary size: seed | median 100 tokens | median 100 tokens | pass |" in out
+    assert main(["gate", "--run", str(copying), "--baseline", str(base), "--max-cap-increase", "0.7"]) == 0
+    assert main(["gate", "--run", str(same), "--baseline", str(base)]) == 0
+    # A baseline recorded before stop reasons were: the cap cannot be checked, and the row says so.
+    old = make_retention_run(tmp_path / "old", {"seed": seed})
+    assert main(["gate", "--run", str(copying), "--baseline", str(old)]) == 1
+    assert "cannot judge: the baseline does not record its summaries' stop reason" in capsys.readouterr().out

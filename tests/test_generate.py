@@ -56,7 +56,7 @@ def test_same_seed_same_files_and_every_kind_planted_everywhere(tmp_path):
                 distracted += bool(fact.distractors)
             superseded += len(turn.supersedes)
         assert len(probes(scenario)) == 16
-    assert kinds == {"identifier", "number", "money", "date", "name", "place", "decision", "preference"}
+    assert kinds == {"identifier", "number", "money", "date", "name", "place", "decision", "preference", "constraint"}
     assert channels == {"user", "assistant", "tool"} and superseded > 0 and distracted > 0
 
 

@@ -111,3 +111,52 @@ def test_an_unfinished_run_is_never_reported_as_complete(eval_file, tmp_path, ca
     assert "control: no history" not in out.split("Recall by summary prompt and budget")[1].split("\n\n")[0]
     assert main(["gate", "--run", str(run_dir), "--baseline", str(run_dir)]) == 1
     assert "run is unfinished" in capsys.readouterr().err
+
+
+def test_a_report_that_cannot_be_written_keeps_the_printed_tables(eval_file, tmp_path, capsys):
+    run_dir = _finished_run(eval_file, tmp_path)
+    (run_dir / "report").write_text("a file where the report folder would go")
+    assert main(["report", str(run_dir)]) == 1
+    out, err = capsys.readouterr()
+    assert "Recall by summary prompt and budget" in out  # what was computed is not lost
+    assert err.startswith(f"error: {run_dir / 'report'}: cannot write the report files here") and err.count("\n") == 1
+    assert main(["report", str(run_dir), "--out", "/proc/harness-report"]) == 1
+    assert "error: /proc/harness-report: cannot write the report files here" in capsys.readouterr().err
+
+
+def test_a_run_with_no_finished_case_is_not_reported(eval_file, tmp_path, capsys):
+    run_dir = _finished_run(eval_file, tmp_path)
+    (run_dir / "cases.jsonl").write_text("")
+    assert main(["report", str(run_dir)]) == 1
+    out, err = capsys.readouterr()
+    assert not out and "no finished case to report" in err and err.count("\n") == 1
+
+
+def test_import_into_a_file_names_the_flag(tmp_path, capsys):
+    (tmp_path / "out.yaml").write_text("taken")
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps({"speaker_a": "A", "speaker_b": "B", "session_1": [
+        {"speaker": "A", "dia_id": "D1:1", "text": "I moved to Tartu."}], "qa": []}))
+    assert main(["import", "locomo", str(conv), "--out", str(tmp_path / "out.yaml")]) == 1
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'out.yaml'}: --out: not a folder"
+
+
+def test_a_locomo_file_whose_every_item_is_left_out_writes_nothing(tmp_path, capsys):
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps({"speaker_a": "A", "speaker_b": "B", "session_1": [
+        {"speaker": "A", "dia_id": "D1:1", "text": "I moved to Tartu."}],
+        "qa": [{"question": "Where?", "answer": "Tartu", "evidence": ["D9:9"], "category": 1}]}))
+    assert main(["import", "locomo", str(conv), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "every QA item was left out (1; the first: qa[0]" in err and err.count("\n") == 1
+    assert not list((tmp_path / "out").glob("*.yaml"))
+
+
+def test_compare_of_runs_with_nothing_in_common_is_an_error(eval_file, tmp_path, capsys):
+    first = _finished_run(eval_file, tmp_path / "a")
+    other = tmp_path / "other.yaml"
+    other.write_text(eval_file.read_text().replace('budgets: [150, "100%"]', "budgets: [120]"))
+    second = run_eval(load_eval(other), FakeClient(oracle), tmp_path / "b", progress=False)
+    assert main(["compare", str(first), str(second)]) == 1
+    err = capsys.readouterr().err
+    assert "nothing pairs up" in err and err.count("\n") == 1

@@ -35,10 +35,10 @@ def crafted_run(folder: Path, recall: dict[str, float], scenarios=10, facts=6, s
 def test_a_real_difference_is_called_and_noise_is_not(tmp_path):
     run = load_run(crafted_run(tmp_path / "a", {"good": 0.9, "bad": 0.1, "same": 0.1, "none": 1.0}))
     table = comparison_table(run)
-    assert table.loc["recall: summary: good vs summary: bad", "reading"] == "summary: good higher"
-    assert table.loc["recall: summary: same vs summary: bad", "reading"] == "not distinguishable from noise"
-    assert table.loc["recall: summary: good vs ceiling (full history)", "reading"] == "ceiling (full history) higher"
-    assert float(table.loc["recall: summary: good vs summary: bad", "p"]) < 1e-4
+    assert table.loc["recall: summary: good minus summary: bad", "reading"] == "summary: good higher"
+    assert table.loc["recall: summary: same minus summary: bad", "reading"] == "not distinguishable from noise"
+    assert table.loc["recall: summary: good minus ceiling (full history)", "reading"] == "ceiling (full history) higher"
+    assert float(table.loc["recall: summary: good minus summary: bad", "p"]) < 1e-4
     headline = best_variant(run)
     assert headline.startswith("Best on recall: summary: good (")
     assert "distinguishable from noise at alpha 0.05" in headline and "not distinguishable" not in headline
@@ -85,3 +85,44 @@ def test_validate_reports_every_error_of_every_file(tmp_path, capsys):
     err = captured.err.splitlines()
     assert sum(str(bad) in line for line in err) == 3  # tolerance, the missing probe, the empty user line
     assert any("missing.yaml: file not found" in line for line in err) and err[-1] == "2 of 3 files have errors"
+
+
+def collateral_run(folder: Path, verbatim_recall: dict[str, float], scenarios=8, facts=5, seed=1) -> Path:
+    """Each prompt's cases compacted their older part; facts still verbatim are recalled with the
+    prompt's share, and always in the ceiling. Facts folded into the summary are never recalled."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True)
+    rows, compactions = [], []
+    for prompt, share in {**verbatim_recall, "none": 1.0}.items():
+        strategy, budget = ("none", None) if prompt == "none" else ("summary", "50%")
+        for s in range(scenarios):
+            case = f"s{s}/{strategy}/{budget}/{prompt}/0"
+            if strategy == "summary":
+                compactions.append({"case": case, "scenario": f"s{s}", "strategy": "summary", "prompt": prompt,
+                                    "budget": budget, "folded_messages": 4, "summary": "s", "size_before": 100,
+                                    "size_after": 40, "output_tokens": 20})
+            for f in range(facts * 2):
+                verbatim = f < facts or strategy == "none"
+                recalled = rng.random() < share if verbatim else False
+                rows.append({"case": case, "scenario": f"s{s}", "fact": f"f{f}", "kind": "number", "strategy": strategy,
+                             "budget": budget, "prompt": None if prompt == "none" else prompt, "repeat": 0,
+                             "expected": "42", "verdict": "recalled" if recalled else "forgot",
+                             "location": "verbatim" if verbatim else "gone", "compactions": 0 if verbatim else 1,
+                             "model": MODEL})
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "compactions.jsonl").write_text("".join(json.dumps(c) + "\n" for c in compactions))
+    (folder / "manifest.json").write_text(json.dumps({"eval": {"name": "crafted", "gate": {}}, "model": MODEL}))
+    return folder
+
+
+def test_collateral_loss_compares_verbatim_facts_with_the_ceiling_over_scenarios(tmp_path):
+    from harness.reports.comparisons import collateral_loss
+
+    table = collateral_loss(load_run(collateral_run(tmp_path / "run", {"crowding": 0.3, "harmless": 1.0})))
+    crowding, harmless = table.loc["summary: crowding"], table.loc["summary: harmless"]
+    # Only the facts still verbatim count (5 of 10 per scenario), paired with the same facts' ceiling.
+    assert crowding["pairs (scenarios)"] == "40 (8)" and crowding["same facts, ceiling"] == "100%"
+    assert crowding["difference (95% CI)"].startswith("-") and float(crowding["p"]) < 0.01
+    assert crowding["reading"] == "ceiling (full history) higher"
+    assert harmless["verbatim facts"] == "100%" and harmless["reading"] == "not distinguishable from noise"
+    assert "Collateral loss" in text_report(tmp_path / "run")

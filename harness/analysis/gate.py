@@ -4,12 +4,15 @@ For each metric both runs measured (retention: do the summaries state the facts;
 probe answers), a cell (summary prompt x budget, plus each prompt over all budgets) fails when
 the metric drops by more than `max_drop` *and* the paired test over scenarios says the drop is
 significant at `alpha`, or when it falls under `floor`. A prompt also fails when its median
-summary is more than `max_summary_growth` longer than the baseline's (keeping facts by not
-compressing is no gain).
+summary is more than `max_summary_growth` longer than the baseline's, or when its summaries stop
+at their token cap more often than the baseline's by more than `max_cap_increase` (keeping facts
+by not compressing is no gain).
 
-When nothing fails, the gate may still be unable to *pass* a candidate (exit 1, with the reason):
-when the eval cannot detect a drop of `max_drop` (the minimum detectable drop at `power`, from
-the baseline), or when the baseline shows that the model is not steered by its summary prompt
+Every cell and check says `pass`, `FAIL: why` or `cannot judge: why`, and the verdict follows
+them. When nothing fails, the gate may still be unable to *pass* a candidate (exit 1, with the
+reason): a cell with too few scenarios to test, an eval that cannot detect a drop of `max_drop`
+(the minimum detectable drop at `power`, from the baseline), or a baseline that shows the model
+is not steered by its summary prompt
 (its best prompt's retention is not significantly above the keeps-nothing control's). It also
 cannot judge when the baseline is missing or from another model, when nothing pairs up, or when
 errors exceed `max_error_rate`.
@@ -20,13 +23,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
+from ..errors import plural
 from ..inputs.evalfile import GateSettings
 from ..records import Manifest, Run, load_run
 from ..records.folder import BASELINE_FILES
 from ..records.load import budget_order, failed, prompted, summaries
 from ..records.schema import METRICS
 from .compare import Comparison, pair_units, sensitivity, units
-from .stats import minimum_detectable_drop
+from .stats import MIN_CLUSTERS, minimum_detectable_drop
 
 EXIT_PASS, EXIT_CANNOT_JUDGE, EXIT_REGRESSION = 0, 1, 100
 ALL_BUDGETS = "all"
@@ -51,6 +57,7 @@ class Cell:
     error_rate: float
     detectable_drop: float | None = None  # from the baseline; None: too few scenarios
     failures: list[str] = field(default_factory=list)
+    untested: str | None = None  # why this cell cannot pass: too few scenarios, or too little power
     strategy: str = "summary"
     prompt_id: str = ""  # the prompt ids behind `prompt` and `baseline_prompt`
     baseline_prompt_id: str = ""
@@ -63,18 +70,45 @@ class Cell:
     def name(self) -> str:
         return f"{self.metric}: {self.prompt} @ {self.scope}"
 
+    @property
+    def result(self) -> str:
+        """`pass`, `FAIL: why` or `cannot judge: why`: a cell that could not be tested is no pass."""
+        if self.failures:
+            return "FAIL: " + "; ".join(self.failures)
+        return f"cannot judge: {self.untested}" if self.untested else "pass"
+
+
+@dataclass
+class SummaryCheck:
+    """A check of a prompt's summaries against the baseline's: their size, or how often they stop at
+    the token cap (keeping facts by not compressing is no gain)."""
+
+    name: str  # "summary size: seed"
+    baseline: str
+    candidate: str
+    failure: str | None = None  # why it fails; None: it passes
+    unchecked: str | None = None  # why it could not be checked (the baseline did not record it)
+
+    @property
+    def result(self) -> str:
+        if self.failure:
+            return f"FAIL: {self.failure}"
+        return f"cannot judge: {self.unchecked}" if self.unchecked else "pass"
+
 
 @dataclass
 class Verdict:
     cells: list[Cell]
-    size_failures: dict[str, str] = field(default_factory=dict)  # prompt -> why
-    cannot_judge: list[str] = field(default_factory=list)  # reasons the gate cannot pass
+    checks: list[SummaryCheck] = field(default_factory=list)
+    cannot_judge: list[str] = field(default_factory=list)  # reasons the whole gate cannot pass
 
     @property
     def exit_code(self) -> int:
-        if self.size_failures or any(c.failures for c in self.cells):
+        """Regression when anything fails; else cannot judge when anything could not be judged."""
+        results = [c.result for c in [*self.cells, *self.checks]]
+        if any(r.startswith("FAIL") for r in results):
             return EXIT_REGRESSION
-        return EXIT_CANNOT_JUDGE if self.cannot_judge else EXIT_PASS
+        return EXIT_CANNOT_JUDGE if self.cannot_judge or any(r != "pass" for r in results) else EXIT_PASS
 
 
 def load_baseline(path: Path) -> Run:
@@ -111,10 +145,39 @@ def _errors(run: Run, metric: str, strategy: str, prompt: str) -> float:
     return float(failed(rows, metric).mean()) if len(rows) else 0.0
 
 
-def _median_summary_tokens(run: Run, strategy: str, prompt: str) -> float | None:
+def _summaries(run: Run, strategy: str, prompt: str) -> pd.DataFrame:
     made = prompted(summaries(run.compactions))
-    mine = made[(made["strategy"] == strategy) & (made["prompt"] == prompt)]
-    return float(mine["output_tokens"].median()) if len(mine) else None
+    return made[(made["strategy"] == strategy) & (made["prompt"] == prompt)]
+
+
+def size_check(baseline: pd.DataFrame, candidate: pd.DataFrame, name: str, growth: float) -> SummaryCheck | None:
+    """Fails when the candidate's median summary is more than `growth` longer than the baseline's."""
+    if baseline.empty or candidate.empty:
+        return None
+    before, after = float(baseline["output_tokens"].median()), float(candidate["output_tokens"].median())
+    check = SummaryCheck(f"summary size: {name}", f"median {before:.0f} tokens", f"median {after:.0f} tokens")
+    if before and after > (1 + growth) * before:
+        check.failure = (f"median summary {after:.0f} tokens against the baseline's {before:.0f} "
+                         f"(+{after / before - 1:.0%}, more than +{growth:.0%})")
+    return check
+
+
+def cap_check(baseline: pd.DataFrame, candidate: pd.DataFrame, name: str, margin: float) -> SummaryCheck | None:
+    """Fails when the candidate's summaries stop at their token cap more often than the baseline's,
+    by more than `margin` (a share): a prompt that copies the conversation runs into the cap."""
+    if baseline.empty or candidate.empty:
+        return None
+    before, after = baseline["capped"].dropna(), candidate["capped"].dropna()
+    if after.empty:
+        return None
+    shown = SummaryCheck(f"summary cap: {name}", "not recorded" if before.empty else
+                         f"{before.mean():.0%} of {len(before)} at the cap", f"{after.mean():.0%} of {len(after)} at the cap")
+    if before.empty:
+        shown.unchecked = "the baseline does not record its summaries' stop reason: record a new baseline"
+    elif after.mean() - before.mean() > margin:
+        shown.failure = (f"{after.mean():.0%} of the summaries stop at the token cap against the baseline's "
+                         f"{before.mean():.0%} (more than +{margin:.0%})")
+    return shown
 
 
 def _metrics(baseline: Run, candidate: Run) -> list[str]:
@@ -189,22 +252,22 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
                 if drop > settings.max_drop and comparison.p_value is not None and comparison.p_value < settings.alpha:
                     cell.failures.append(f"{metric} dropped {drop:.1%} (more than {settings.max_drop:.1%}), "
                                          f"significant: p = {comparison.p_value:.3g} < {settings.alpha}")
-                verdict.cells.append(cell)
-                if budget == ALL_BUDGETS and not cell.failures and (
-                        cell.detectable_drop is None or cell.detectable_drop > settings.max_drop):
+                if not comparison.test.judged:
+                    cell.untested = (f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')}, "
+                                     f"under {MIN_CLUSTERS})")
+                elif budget == ALL_BUDGETS and (cell.detectable_drop is None or cell.detectable_drop > settings.max_drop):
                     can = (f"only drops of {cell.detectable_drop:.1%} or more" if cell.detectable_drop is not None
-                           else f"nothing: it has fewer than 5 scenarios ({comparison.test.clusters})")
-                    verdict.cannot_judge.append(
-                        f"{cell.name}: this eval can detect {can} (alpha {settings.alpha:g}, power "
-                        f"{settings.power:.0%}), not the {settings.max_drop:.1%} the gate allows; add facts, "
-                        "scenarios or repeats")
+                           else "nothing: the baseline has too few scenarios")
+                    cell.untested = (f"this eval can detect {can} (alpha {settings.alpha:g}, power "
+                                     f"{settings.power:.0%}), not the {settings.max_drop:.1%} the gate allows; add "
+                                     "facts, scenarios or repeats")
+                verdict.cells.append(cell)
     for cell in {c.prompt: c for c in verdict.cells}.values():
-        before = _median_summary_tokens(baseline, cell.strategy, cell.baseline_prompt_id)
-        after = _median_summary_tokens(candidate, cell.strategy, cell.prompt_id)
-        if before and after and after > (1 + settings.max_summary_growth) * before:
-            verdict.size_failures[cell.prompt] = (
-                f"median summary {after:.0f} tokens against the baseline's {before:.0f} "
-                f"(+{after / before - 1:.0%}, more than +{settings.max_summary_growth:.0%})")
+        before = _summaries(baseline, cell.strategy, cell.baseline_prompt_id)
+        after = _summaries(candidate, cell.strategy, cell.prompt_id)
+        verdict.checks += [check for check in (size_check(before, after, cell.prompt, settings.max_summary_growth),
+                                               cap_check(before, after, cell.prompt, settings.max_cap_increase))
+                           if check is not None]
     if problem := sensitivity_problem(baseline, settings.alpha):
         verdict.cannot_judge.append(problem)
     return verdict

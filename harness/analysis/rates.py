@@ -1,5 +1,7 @@
 """Rates of a run's rows, each with its n and a 95% Wilson interval on its effective sample size
-(observations of one fact, at several budgets, compactions or repeats, count once: see `stats`)."""
+(observations of one fact, at several budgets, compactions or repeats, count once: see `stats`).
+Recall is per probe answer; retention per fact and case (`retention_rate`), the unit the paired
+comparisons and the gate test, so one figure of a variant is the same on every surface."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import pandas as pd
 
 from ..records.load import failed
 from ..records.schema import CONTROL_LABELS, CONTROLS, NO_HISTORY
+from .compare import retention_units
 from .stats import Rate, rate
 
 
@@ -27,9 +30,11 @@ def recall_rate(group: pd.DataFrame) -> Rate:
 
 
 def retention_rate(group: pd.DataFrame) -> Rate:
-    """Observations whose summary states the fact; errors and unknowns excluded."""
-    known = group[group["retained"].notna()]
-    return rate(known["retained"].astype(bool), fact_clusters(known))
+    """Retention as the gate and `compare` count it: each fact of each case once (a unit), valued at
+    the share of the case's summaries after its folding that state it; errors and unknowns excluded.
+    n is units; the interval treats the shares as outcomes, on the effective n of fact clusters."""
+    units = retention_units(group)
+    return rate(units["value"], fact_clusters(units))
 
 
 def variant_order(variants) -> list[str]:

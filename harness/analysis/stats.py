@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from ..errors import plural
+
 MIN_CLUSTERS = 5  # fewer clusters give no usable estimate of the between-cluster variance
 
 
@@ -105,10 +107,10 @@ class PairedTest:
 
     def describe(self) -> str:
         if not self.judged:
-            return (f"{self.difference:+.1%} on {self.pairs} pairs in {self.clusters} clusters: too few clusters "
+            return (f"{self.difference:+.1%} on {plural(self.pairs, 'pair')} in {plural(self.clusters, 'cluster')}: too few clusters "
                     f"(under {MIN_CLUSTERS}) for an interval or a test")
         return (f"{self.difference:+.1%} (95% CI {self.low:+.1%} to {self.high:+.1%}; p = {self.p_value:.3g}; "
-                f"{self.pairs} pairs in {self.clusters} clusters)")
+                f"{plural(self.pairs, 'pair')} in {plural(self.clusters, 'cluster')})")
 
 
 def paired_test(a: pd.Series, b: pd.Series, clusters: pd.Series, confidence: float = 0.95) -> PairedTest:

@@ -3,17 +3,16 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from ..errors import InputError
 from . import chat, files, results, run
-from .common import EXIT_ERROR
+from .common import EXIT_ERROR, Parser
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harness", description="Measure how lossy an agent's context compaction is.")
+def build_parser() -> Parser:
+    parser = Parser(prog="harness", description="Measure how lossy an agent's context compaction is.")
     commands = parser.add_subparsers(dest="command", required=True)
     for group in (run, results, chat, files):
         group.register(commands)

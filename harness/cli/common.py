@@ -4,12 +4,35 @@ eval run, and loading the eval a command line names."""
 from __future__ import annotations
 
 import argparse
+import re
 import tempfile
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, did_you_mean
 
 EXIT_OK, EXIT_ERROR = 0, 1
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with "did you mean" for a misspelt command or flag."""
+
+    def error(self, message: str):
+        unknown = re.search(r"unrecognized arguments: (\S+)", message)
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if unknown:
+            message += did_you_mean(unknown[1].split("=")[0], _flags(self))
+        elif choice:
+            message += did_you_mean(choice[1], re.findall(r"'([^']+)'", choice[2]))
+        super().error(message)
+
+
+def _flags(parser: argparse.ArgumentParser) -> list[str]:
+    """Every flag of a parser and of its subcommands."""
+    flags = [flag for action in parser._actions for flag in action.option_strings]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            flags += [flag for sub in action.choices.values() for flag in _flags(sub)]
+    return sorted(set(flags))
 
 
 def at_least(minimum: int):
@@ -73,7 +96,9 @@ def eval_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> N
 
 def run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> None:
     eval_flags(parser, eval_required)
-    parser.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot'")
+    parser.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot' "
+                                                         "(measured first on labelled answers: see judge-check)")
+    parser.add_argument("--judge-base-url", metavar="URL", help="an Anthropic-compatible server for the judge")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run")
     parser.add_argument("--jobs", type=at_least(1), metavar="N",
                         help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)")

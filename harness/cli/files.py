@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError, plural
-from .common import EXIT_ERROR, EXIT_OK
+from .common import EXIT_ERROR, EXIT_OK, writable_folder
 
 
 def power_line(ev, results: Path) -> str:
@@ -38,6 +38,22 @@ def power_line(ev, results: Path) -> str:
     return (f"  detectable drop (alpha {settings.alpha:g}, power {settings.power:.0%}) {source}: {shown}{verdict}")
 
 
+def is_eval(data: object) -> bool:
+    """Whether a document is meant as an eval file rather than a scenario, by its keys: the format
+    whose fields (or near misses of them: `budget` for `budgets`) it has more of."""
+    import difflib
+
+    from ..inputs.evalfile import EvalFile
+    from ..inputs.scenario import Scenario
+
+    if not isinstance(data, dict):
+        return False
+
+    def likeness(fields: list[str]) -> int:
+        return sum(key in fields or bool(difflib.get_close_matches(str(key), fields, n=1, cutoff=0.8)) for key in data)
+    return likeness(list(EvalFile.model_fields)) > likeness(list(Scenario.model_fields))
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from ..execution.cases import plan_cases, probed_facts
     from ..execution.evals import load_eval
@@ -47,8 +63,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     failed = 0
     for path in args.files:  # every file, and every independent error of each
         try:
-            data = load_yaml(path).data
-            if isinstance(data, dict) and "turns" not in data and "budgets" in data:
+            if is_eval(load_yaml(path).data):
                 ev = load_eval(path)
                 cases, facts = plan_cases(ev), probed_facts(ev)
                 probed = sum(len(facts[c.scenario]) for c in cases) if ev.spec.probes else 0
@@ -57,7 +72,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(power_line(ev, Path(args.results)))
             else:
                 scenario = load_scenario(path)
-                print(f"{path}: ok ({plural(len(scenario.turns), 'turn')}, {plural(len(probes(scenario)), 'fact')})")
+                facts = probes(scenario)
+                constraints = [f.fact_id for f in facts if f.constraint]
+                print(f"{path}: ok ({plural(len(scenario.turns), 'turn')}, {plural(len(facts), 'fact')}"
+                      + (f"; negative constraints: {', '.join(constraints)}" if constraints else "") + ")")
         except InputError as exc:
             for error in (exc, *exc.others):
                 print(f"error: {error}", file=sys.stderr)
@@ -80,6 +98,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..inputs.importers.locomo import import_locomo
     from ..inputs.scenario import probes
 
+    writable_folder(args.out, "--out")
     for path, scenario, notes in import_locomo(args.file, args.out, strict=args.strict):
         facts = probes(scenario)
         kinds = collections.Counter(f.kind for f in facts)

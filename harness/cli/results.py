@@ -30,13 +30,24 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from ..records import load_run
     from ..reports.formats import text_report, write_report
 
     if args.run_dir is None:  # no run named: the index of runs to choose from
         return cmd_runs(args)
     run_dir = run_folder(args.run_dir, args.results)
+    run = load_run(run_dir)
+    if run.records.empty and run.retention.empty:
+        raise InputError(run_dir, "no finished case to report: the run has no records yet "
+                                  "(`harness run EVAL --resume RUN_DIR` finishes it)")
     print(text_report(run_dir))
-    for kind, path in write_report(run_dir, args.out).items():
+    out = args.out or run_dir / "report"
+    try:
+        paths = write_report(run_dir, out)
+    except OSError as exc:  # the tables are printed already; only the files are missing
+        raise InputError(out, f"cannot write the report files here ({exc.strerror}); the tables are above, "
+                              "or give --out DIR") from None
+    for kind, path in paths.items():
         print(f"{kind}: {path}")
     return EXIT_OK
 
@@ -88,12 +99,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     # Within one strategy units pair on the strategy too; across strategies on fact and budget.
     key = PAIR_KEY if strategy_a == strategy_b else VARIANT_KEY
-    print("\n\n".join(
-        describe(pair_units(units(rows(run_a, metric, strategy_a, prompt_a), metric),
-                            units(rows(run_b, metric, strategy_b, prompt_b), metric),
-                            label("A", strategy_a, prompt_a), label("B", strategy_b, prompt_b), metric, key),
-                 flips=args.flips)
-        for metric in METRICS if not run_a.rows(metric).empty and not run_b.rows(metric).empty))
+    comparisons = [pair_units(units(rows(run_a, metric, strategy_a, prompt_a), metric),
+                              units(rows(run_b, metric, strategy_b, prompt_b), metric),
+                              label("A", strategy_a, prompt_a), label("B", strategy_b, prompt_b), metric, key)
+                   for metric in METRICS if not run_a.rows(metric).empty and not run_b.rows(metric).empty]
+    if not any(c.n for c in comparisons):
+        raise InputError(args.run_b or args.run_a, "nothing pairs up: the two sides share no scenario, fact and "
+                                                   "budget measured on the same metric")
+    print("\n\n".join(describe(c, flips=args.flips) for c in comparisons))
     return EXIT_OK
 
 

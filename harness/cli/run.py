@@ -15,6 +15,7 @@ def run_eval_of(args: argparse.Namespace, control: bool = True):
     """Run (or resume) the eval named on the command line; return it and its run folder.
     `control`: also run the eval's keeps-nothing control prompt (a gate reads the baseline's)."""
     from ..execution.executors import open_for, run_eval
+    from ..execution.judge import calibrate
     from ..models.backends import default_jobs, open_model
     from ..models.batch import BatchEndpoint
     from ..models.cache import ResponseCache
@@ -30,18 +31,20 @@ def run_eval_of(args: argparse.Namespace, control: bool = True):
     batch = BatchEndpoint(client.client) if ev.spec.batch else None
     if batch:
         batch.check()
-    judge = open_model(args.judge) if args.judge else None
+    judge = open_model(args.judge, base_url=args.judge_base_url) if args.judge else None
     if judge:
         judge.check()
-    if args.no_cache and args.resume and ev.spec.batch:
-        print("warning: without the response cache, the requests the interrupted run already collected are sent "
-              "again (only batches still in flight are collected)", file=sys.stderr)
     if not args.no_cache:
         client.cache = ResponseCache.under(Path(args.results))
         if judge:
             judge.cache = client.cache
+    calibration = None
+    if judge:  # how far its verdicts can be trusted, measured before it gives any
+        calibration = calibrate(judge)
+        print(f"judge {judge.identity} on the labelled answers: " + "; ".join(calibration.lines()), file=sys.stderr)
     return ev, run_eval(ev, client, Path(args.results), resume=args.resume, judge=judge,
-                        progress=not args.quiet, jobs=jobs, batch=batch)
+                        progress=not args.quiet, jobs=jobs, batch=batch,
+                        judge_calibration=calibration and calibration.record())
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -73,8 +76,8 @@ def gate_settings(args: argparse.Namespace, about):
     from ..inputs.evalfile import GateSettings
 
     given = {k: v for k, v in dict(max_drop=args.max_drop, alpha=args.alpha, floor=args.floor,
-                                   max_error_rate=args.max_error_rate,
-                                   max_summary_growth=args.max_summary_growth).items() if v is not None}
+                                   max_error_rate=args.max_error_rate, max_summary_growth=args.max_summary_growth,
+                                   max_cap_increase=args.max_cap_increase).items() if v is not None}
     try:
         return GateSettings(**{**manifest_settings(about).model_dump(), **given})
     except ValidationError as exc:
@@ -102,12 +105,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
         run_dir = args.run or run_eval_of(args, control=False)[1]
         about = load_manifest(run_dir)
         settings = gate_settings(args, about)
-        baseline = gate.load_baseline(baseline_dir(about.name))
+        baseline_path = baseline_dir(about.name)
+        baseline = gate.load_baseline(baseline_path)
         verdict = gate.evaluate(baseline, load_run(run_dir), settings, args.against)
     except gate.CannotJudge as exc:
         print(f"gate: cannot judge: {exc}", file=sys.stderr)
         return gate.EXIT_CANNOT_JUDGE
-    paths = write_outputs(verdict, settings, Path(run_dir) / "gate")
+    paths = write_outputs(verdict, settings, Path(run_dir), baseline_path)
     summary = paths["markdown"].read_text()
     print(summary)
     if os.environ.get("GITHUB_STEP_SUMMARY"):
@@ -123,6 +127,24 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
     name = args.name or load_manifest(args.run_dir).name
     print(f"baseline recorded: {record_baseline(args.run_dir, Path(args.results) / 'baselines', name)}")
+    return EXIT_OK
+
+
+def cmd_judge_check(args: argparse.Namespace) -> int:
+    from ..execution.judge import calibrate
+    from ..models.backends import open_model
+    from ..models.cache import ResponseCache
+    from ..scoring.corpus import judge_items
+
+    judge = open_model(args.judge, base_url=args.base_url)
+    judge.check()
+    if not args.no_cache:
+        judge.cache = ResponseCache.under(Path(args.results))
+    right, wrong = judge_items()
+    print(f"judge-check: {judge.identity} on {plural(len(right), 'right answer')} and {plural(len(wrong), 'wrong one')} "
+          "(the labelled corpus, and wrong values put into its right answers)")
+    for line in calibrate(judge).lines():
+        print(f"  {line}")
     return EXIT_OK
 
 
@@ -186,6 +208,8 @@ def register(commands) -> None:
     gate.add_argument("--max-error-rate", type=float)
     gate.add_argument("--max-summary-growth", type=float, help="fail when median summary tokens grow more than this "
                                                                 "share over the baseline's (default 0.25)")
+    gate.add_argument("--max-cap-increase", type=float, help="fail when the share of summaries stopping at their token "
+                                                              "cap rises more than this over the baseline's (default 0.1)")
     gate.set_defaults(handler=cmd_gate)
 
     baseline = commands.add_parser("baseline", help="record a finished run as the baseline the gate compares with")
@@ -193,6 +217,14 @@ def register(commands) -> None:
     baseline.add_argument("--name", help="baseline name (default: the eval's name)")
     baseline.add_argument("--results", default="results")
     baseline.set_defaults(handler=cmd_baseline)
+
+    judge_check = commands.add_parser("judge-check", help="measure an LLM judge on labelled answers: how often it "
+                                                          "accepts wrong ones and rejects right ones")
+    judge_check.add_argument("--judge", required=True, metavar="MODEL", help="the judge, as --model takes it")
+    judge_check.add_argument("--base-url", help="an Anthropic-compatible server for the judge")
+    judge_check.add_argument("--results", default="results", help="where cache/ lives")
+    judge_check.add_argument("--no-cache", action="store_true", help="do not reuse or store the judge's replies")
+    judge_check.set_defaults(handler=cmd_judge_check)
 
     plan = commands.add_parser("plan", help="estimate a run before paying for it: requests, batch waves, tokens, "
                                             "and the cost of direct and batch execution")

@@ -40,11 +40,13 @@ class Metered:
 
     def __init__(self, client: Any):
         self.client, self.usage, self.requests = client, Usage(), 0
+        self.capped = False  # some call stopped at its max_tokens
 
     def create(self, **request: Any) -> dict[str, Any]:
         response = self.client.create(**request)
         self.usage += usage_of(response)
         self.requests += 1
+        self.capped = self.capped or response.get("stop_reason") == "max_tokens"
         return response
 
     def __getattr__(self, name: str) -> Any:  # count_tokens, identity, sampling
@@ -93,7 +95,8 @@ def custom_compaction(name: str, function: Callable, contextual: bool) -> Strate
                 name, len(messages) - kept, measure(messages, client, settings.unit),
                 measure(result, client, settings.unit), settings.unit, summary=text or None,
                 input_tokens=spent.input_tokens, output_tokens=spent.output_tokens, latency_s=spent.latency_s,
-                cached=metered.requests > 0 and spent.cached, chunks=metered.requests, replaced_with=len(new)))
+                cached=metered.requests > 0 and spent.cached, chunks=metered.requests, replaced_with=len(new),
+                capped=metered.capped if metered.requests else None))
         return result
     return strategy
 

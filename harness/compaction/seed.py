@@ -106,6 +106,7 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
         response = client.create(max_tokens=settings.summary_max_tokens, **summary_request(transcript, settings))
         spent += usage_of(response)
         event.chunks += 1
+        event.capped = response.get("stop_reason") == "max_tokens"  # of the last chunk: the summary kept
         summary = first_text(response.get("content", []))
         if summary is None:
             break

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from tqdm import tqdm
 
-from ..errors import InputError
+from ..errors import InputError, plural
 from ..models.backends import Backend, open_model
 from ..models.batch import BatchEndpoint
 from ..models.cache import ResponseCache
@@ -31,7 +31,8 @@ def open_for(ev: Eval, base_url: str | None = None, slots: int = 1) -> Backend:
 
 
 def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = None,
-             judge: Any = None, progress: bool = True, jobs: int = 1, batch: BatchEndpoint | None = None) -> Path:
+             judge: Any = None, progress: bool = True, jobs: int = 1, batch: BatchEndpoint | None = None,
+             judge_calibration: dict | None = None) -> Path:
     """Run every case not yet finished, `jobs` at a time, or (`batch`) all together in waves on
     the Message Batches API; return the run folder. Each case's own calls stay in order."""
     if resume and not resume.is_dir():
@@ -40,6 +41,7 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
     with folder.locked():
         about = _resumed(folder, manifest(ev, client, judge)) if resume else manifest(ev, client, judge)
         about.started = about.started or now()
+        about.judge_calibration = judge_calibration or about.judge_calibration
         about.write(folder.path)  # resumable at once
         folder.write_scenarios({s.id: [turn.text() for turn in s.turns] for s in ev.scenarios})
         if not batch and (in_flight := folder.in_flight()):  # sending them again would pay twice
@@ -114,7 +116,8 @@ def _run_in_waves(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callabl
         client.waves = None
     after_wave()
     if progress:
-        print(f"batch: {report.waves} waves, {len(report.batches)} batches, {report.submitted} requests submitted "
+        print(f"batch: {plural(report.waves, 'wave')}, {plural(len(report.batches), 'batch', 'batches')}, "
+              f"{plural(report.submitted, 'request')} submitted "
               f"({report.retried} retried, {report.adopted} collected from batches already in flight)",
               file=sys.stderr)
 

@@ -1,11 +1,19 @@
 """The optional LLM judge (`--judge MODEL`): asked whether an answer the matcher scored `forgot`
-states the expected value after all (a paraphrase)."""
+states the expected value after all (a paraphrase). `calibrate` measures how often a judge accepts
+wrong answers and rejects right ones, on the labelled answer corpus (`harness judge-check`)."""
 
 from __future__ import annotations
 
-from ..messages import content_text
-from ..scoring.matchers import Target
+from dataclasses import dataclass
+from typing import Any
 
+import pandas as pd
+
+from ..analysis.stats import Rate, rate
+from ..messages import content_text
+from ..models.client import ModelError
+from ..scoring.corpus import LabelledAnswer, judge_items
+from ..scoring.matchers import Target
 
 
 JUDGE_SYSTEM = "You grade answers to questions. Reply with exactly one word: YES or NO."
@@ -26,3 +34,46 @@ def judge_says_recalled(judge, question: str, target: Target, answer: str) -> bo
     if word.startswith(("YES", "NO")):
         return word.startswith("YES")
     raise JudgeError(f"judge replied {reply.strip()[:80]!r}, not YES or NO")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A judge measured on labelled answers: the share of wrong answers it accepts and of right
+    ones it rejects (answers of one question counted as a cluster), and replies it could not read."""
+
+    judge: str
+    accepts_wrong: Rate
+    rejects_right: Rate
+    unreadable: int
+
+    def lines(self) -> list[str]:
+        return [f"accepts wrong answers: {self.accepts_wrong.text()}",
+                f"rejects right answers: {self.rejects_right.text()}",
+                f"replies neither YES nor NO (left out): {self.unreadable}"]
+
+    def record(self) -> dict[str, Any]:
+        """For the manifest of a run judged by this judge."""
+        return {"judge": self.judge, "accepts_wrong": self.accepts_wrong.text(),
+                "rejects_right": self.rejects_right.text(), "unreadable": self.unreadable}
+
+
+def calibrate(judge: Any) -> Calibration:
+    """Ask `judge` about every right and wrong answer of `scoring.corpus.judge_items`."""
+    right, wrong = judge_items()
+    unreadable = 0
+
+    def accepted(items: list[LabelledAnswer]) -> Rate:
+        nonlocal unreadable
+        said = []
+        for item in items:
+            try:
+                said.append((judge_says_recalled(judge, item.question, item.target, item.answer), item.question))
+            except (JudgeError, ModelError):
+                unreadable += 1
+        frame = pd.DataFrame(said, columns=["yes", "question"])
+        return rate(frame["yes"], frame["question"])
+    accepts = accepted(wrong)
+    says_yes_to_right = accepted(right)
+    rejects = Rate(says_yes_to_right.n - says_yes_to_right.hits, says_yes_to_right.n, says_yes_to_right.clusters,
+                   1 - says_yes_to_right.high, 1 - says_yes_to_right.low)
+    return Calibration(judge.identity, accepts, rejects, unreadable)

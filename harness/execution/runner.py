@@ -212,7 +212,8 @@ class CaseRunner:
         record = ProbeRecord(**asdict(played.row), fact=fact.fact_id, kind=fact.kind, question=fact.question,
                              planted_turn=fact.planted_turn,
                              changed_turn=fact.changed_turn, superseded=fact.changed_turn != fact.planted_turn,
-                             literal=fact.literal, expected=expected and expected.answer, verdict="error",
+                             literal=fact.literal, constraint=fact.constraint, expected=expected and expected.answer,
+                             verdict="error",
                              error=error)
         if played.error:
             return record

@@ -9,9 +9,8 @@ request or size limit, polled until they end, their results put in the store by 
 request's cache key: identical requests of one wave are sent once). The next pass replays every
 unfinished case one step further. So the waves are as many as the longest chain of calls in the
 eval, as if every case waited in its own thread, while threads are the pool's and memory holds
-one wave's requests (spilled to disk) and the cases the pool is playing, whatever the number of
-cases. Finished cases are written in plan order; one that finishes before an earlier one is
-replayed from the store when its turn comes.
+the cases the pool is playing, whatever the number of cases: a wave's requests, and the results
+of cases that finish before an earlier one (written in plan order), wait on disk.
 
 Every submitted batch id goes to a journal (the run folder's `batches.jsonl`) before anything
 waits on it, so a resumed run collects the batches still in flight instead of paying twice.
@@ -20,6 +19,7 @@ waits on it, so a resumed run collects the batches still in flight instead of pa
 from __future__ import annotations
 
 import json
+import pickle
 import sqlite3
 import sys
 import tempfile
@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Iterator, NoReturn, Protocol, TypeVa
 
 from tqdm import tqdm
 
+from ..errors import plural
 from ..models.batch import POLL_S, BatchEndpoint, BatchRejected, Outcome, wait_for
 from ..models.client import ModelError, api_problem, reply_problem
 
@@ -102,6 +103,26 @@ class Pending:
         self._db.execute("DELETE FROM pending")
 
 
+class Spill:
+    """Results kept on disk until their turn: the cases that finish before an earlier one."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.NamedTemporaryFile(prefix="harness-finished-", suffix=".sqlite")
+        self._db = sqlite3.connect(self._file.name)
+        self._db.execute("CREATE TABLE finished (position INTEGER PRIMARY KEY, result BLOB NOT NULL)")
+
+    def put(self, position: int, result: Any) -> None:
+        self._db.execute("INSERT INTO finished VALUES (?, ?)", (position, pickle.dumps(result)))
+
+    def __contains__(self, position: int) -> bool:
+        return self._db.execute("SELECT 1 FROM finished WHERE position = ?", (position,)).fetchone() is not None
+
+    def pop(self, position: int) -> Any:
+        (blob,) = self._db.execute("SELECT result FROM finished WHERE position = ?", (position,)).fetchone()
+        self._db.execute("DELETE FROM finished WHERE position = ?", (position,))
+        return pickle.loads(blob)
+
+
 class Waves:
     """Runs cases in passes and their requests in waves (see the module docstring). A client in a
     wave asks `answer`; a case sends its probes through `gather`; `run` drives everything."""
@@ -156,7 +177,7 @@ class Waves:
                 self.report.batches.append(batch_id)
             except anthropic.APIError as exc:  # deleted, or its results expired (29 days)
                 print(f"warning: the results of batch {batch_id} cannot be collected ({api_problem(exc)}); its "
-                      f"{len(custom_ids)} requests are submitted again", file=sys.stderr)
+                      f"{plural(len(custom_ids), 'request')} submitted again", file=sys.stderr)
                 outcomes = {}
             for custom_id, outcome in outcomes.items():
                 self.report.adopted += outcome.kind == "succeeded"
@@ -168,31 +189,27 @@ class Waves:
         """Play every case in passes until all have finished; `finished` gets each case's result in
         the order of `cases`; `after_wave` runs after each wave."""
         unfinished = list(range(len(cases)))
+        early = Spill()  # results of cases that finished before an earlier one, until its turn
         written = 0  # cases[:written] have been handed to `finished`
-        complete: set[int] = set()  # finished out of order: replayed from the store when their turn comes
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             while unfinished:
                 deferred = []
-                label = f"pass {self.report.waves + 1}"
                 outcomes = ordered_map(pool, lambda i: _attempt(play, cases[i]), unfinished, 4 * self.workers)
-                for index, (done, result) in tqdm(zip(unfinished, outcomes), total=len(unfinished), desc=label,
-                                                  unit="case", disable=not self.progress, leave=False, file=sys.stderr):
+                for index, (done, result) in tqdm(zip(unfinished, outcomes), total=len(unfinished), unit="case",
+                                                  desc=f"pass {self.report.waves + 1}", disable=not self.progress,
+                                                  leave=False, file=sys.stderr):
                     if not done:
                         deferred.append(index)
-                    elif index == written:
-                        finished(cases[index], result)
+                        continue
+                    if index != written:
+                        early.put(index, result)
+                        continue
+                    finished(cases[index], result)
+                    written += 1
+                    while written in early:
+                        finished(cases[written], early.pop(written))
                         written += 1
-                    else:
-                        complete.add(index)
-                    while written in complete:  # the turn of cases that finished early
-                        done, result = _attempt(play, cases[written])
-                        if not done:  # a case that does not replay alike (a strategy with its own randomness)
-                            break
-                        complete.discard(written)
-                        finished(cases[written], result)
-                        written += 1
-                unfinished = sorted(deferred + [i for i in complete if i >= written])
-                complete.clear()
+                unfinished = deferred
                 if len(self.pending):
                     self._send_wave()
                     after_wave()
@@ -224,7 +241,8 @@ class Waves:
         self.report.seconds.append(round(time.monotonic() - started, 3))
         if self.progress:
             again = self.report.retried - retried_before
-            print(f"wave {self.report.waves}: {requests} requests in {len(submitted)} batch(es) {' '.join(submitted)}, "
+            print(f"wave {self.report.waves}: {plural(requests, 'request')} in {plural(len(submitted), 'batch', 'batches')} "
+                  f"{' '.join(submitted)}, "
                   f"{self.report.seconds[-1]:.0f}s" + (f"; {again} to submit again" if again else ""), file=sys.stderr)
 
     def _submit(self) -> tuple[list[str], dict[str, Outcome]]:

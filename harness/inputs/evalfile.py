@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt
 
 from ..errors import InputError
 from .files import LocatedYaml, load_yaml
@@ -44,24 +44,27 @@ def _strategy_name(name: str) -> str:
 
 class ProbeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    max_tokens: int = Field(default=96, ge=1, description="Token limit of each probe answer.")
-    sample: int | None = Field(default=None, ge=1, description="Probe a random sample of this many facts "
+    max_tokens: StrictInt = Field(default=96, ge=1, description="Token limit of each probe answer.")
+    sample: StrictInt | None = Field(default=None, ge=1, description="Probe a random sample of this many facts "
                                                                "per scenario (the same sample in every case).")
-    seed: int = Field(default=0, description="Which sample `sample` draws.")
+    seed: StrictInt = Field(default=0, description="Which sample `sample` draws.")
 
 
 class GateSettings(BaseModel):
     """When `harness gate` fails a candidate; flags override each value."""
 
     model_config = ConfigDict(extra="forbid")
-    max_drop: float = Field(default=0.05, ge=0, le=1, description="Largest tolerated drop in recall.")
-    alpha: float = Field(default=0.05, gt=0, lt=1, description="Significance level of the paired test.")
-    floor: float = Field(default=0.0, ge=0, le=1, description="Recall under this fails outright.")
-    max_error_rate: float = Field(default=0.1, ge=0, le=1, description="More errors than this: cannot judge.")
-    max_summary_growth: float = Field(
+    max_drop: StrictFloat = Field(default=0.05, ge=0, le=1, description="Largest tolerated drop in recall.")
+    alpha: StrictFloat = Field(default=0.05, gt=0, lt=1, description="Significance level of the paired test.")
+    floor: StrictFloat = Field(default=0.0, ge=0, le=1, description="Recall under this fails outright.")
+    max_error_rate: StrictFloat = Field(default=0.1, ge=0, le=1, description="More errors than this: cannot judge.")
+    max_summary_growth: StrictFloat = Field(
         default=0.25, ge=0, description="Fail when the candidate's median summary is this much longer (in "
                                         "tokens) than the baseline's: keeping facts by not compressing is no gain.")
-    power: float = Field(default=0.8, gt=0, lt=1, description="The power at which the minimum detectable drop is "
+    max_cap_increase: StrictFloat = Field(
+        default=0.10, ge=0, le=1, description="Fail when the share of the candidate's summaries that stop at their "
+                                              "token cap (summary_max_tokens) exceeds the baseline's by more than this.")
+    power: StrictFloat = Field(default=0.8, gt=0, lt=1, description="The power at which the minimum detectable drop is "
                                                              "computed; an eval that cannot detect `max_drop` "
                                                              "at this power cannot pass.")
 
@@ -70,11 +73,11 @@ class Prices(BaseModel):
     """What the model costs, in any currency per million tokens; no price is built in."""
 
     model_config = ConfigDict(extra="forbid")
-    input: float = Field(ge=0, description="Per million input tokens, sent one request at a time.")
-    output: float = Field(ge=0, description="Per million output tokens, sent one request at a time.")
-    batch_input: float | None = Field(default=None, ge=0, description="Per million input tokens in a batch "
+    input: StrictFloat = Field(ge=0, description="Per million input tokens, sent one request at a time.")
+    output: StrictFloat = Field(ge=0, description="Per million output tokens, sent one request at a time.")
+    batch_input: StrictFloat | None = Field(default=None, ge=0, description="Per million input tokens in a batch "
                                                                       "(default: half of `input`, as Anthropic bills).")
-    batch_output: float | None = Field(default=None, ge=0, description="Per million output tokens in a batch "
+    batch_output: StrictFloat | None = Field(default=None, ge=0, description="Per million output tokens in a batch "
                                                                        "(default: half of `output`).")
 
 
@@ -93,22 +96,22 @@ class EvalFile(BaseModel):
     strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
         default=["summary", "none", "no-history"], min_length=1,
         description="summary, none, truncate, no-history, or module:function (see the README's list).")
-    max_turns: int | None = Field(
+    max_turns: StrictInt | None = Field(
         default=None, ge=1, description="Play only each scenario's first N turns; facts planted later are not "
                                         "probed and percentage budgets are shares of what is played.")
     scenario_ids: list[str] | None = Field(
         default=None, min_length=1, description="Run only these scenarios (by id): try an eval cheaply first.")
     prompt_ids: list[str] | None = Field(
         default=None, min_length=1, description="Run only these summary prompts (by id, the file name without .txt).")
-    limit: int | None = Field(default=None, ge=1, description="Run only the first N cases of the plan.")
-    keep_recent: int = Field(default=1, ge=0)
-    repeats: int = Field(default=1, ge=1)
-    temperature: float = Field(default=0.0, ge=0, le=2)
-    summary_max_tokens: int = Field(default=512, ge=1)
-    summary_transcript_chars: int | None = Field(
+    limit: StrictInt | None = Field(default=None, ge=1, description="Run only the first N cases of the plan.")
+    keep_recent: StrictInt = Field(default=1, ge=0)
+    repeats: StrictInt = Field(default=1, ge=1)
+    temperature: StrictFloat = Field(default=0.0, ge=0, le=2)
+    summary_max_tokens: StrictInt = Field(default=512, ge=1)
+    summary_transcript_chars: StrictInt | None = Field(
         default=None, ge=1000, description="Longest transcript per summary request; longer ones fold in chunks. "
                                            "Set it to fit the model's context window.")
-    reply_max_tokens: int = Field(default=200, ge=1, description="Token limit of live agent replies.")
+    reply_max_tokens: StrictInt = Field(default=200, ge=1, description="Token limit of live agent replies.")
     summary_layout: Literal["system", "transcript-first"] | None = Field(
         default=None, description="system: the seed's request (prompt as system, transcript as the user turn); "
                                   "transcript-first: one user turn, the delimited transcript then the prompt. "
@@ -124,7 +127,7 @@ class EvalFile(BaseModel):
                                   "prompt sensitivity, the best prompt's retention minus this one's.")
     batch: bool = Field(default=False, description="Run on the Message Batches API, all cases together in waves "
                                                    "(Claude, or a base_url that serves /v1/messages/batches).")
-    batch_poll_seconds: float = Field(default=1.0, gt=0, description="First wait between two looks at a batch in "
+    batch_poll_seconds: StrictFloat = Field(default=1.0, gt=0, description="First wait between two looks at a batch in "
                                                                     "flight; it grows 1.5x a time to 60 s at most.")
     prices: Prices | None = Field(default=None, description="Prices per million tokens, for `harness plan`.")
     probe: ProbeSettings = ProbeSettings()

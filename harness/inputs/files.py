@@ -4,6 +4,7 @@ bombs, deep nesting, keys that are not text)."""
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,30 @@ class LocatedYaml:
             typos = {e["loc"][:-1] for e in errors if e["type"] == "extra_forbidden"}
             # A missing key beside an unknown one is the same typo: say it once.
             errors = [e for e in errors if not (e["type"] == "missing" and e["loc"][:-1] in typos)]
-            first, *others = [self.error(loc + tuple(e["loc"]), describe_error(e)) for e in errors]
+            first, *others = [self.error(loc + tuple(e["loc"]), describe_error(e, fields_at(model, e["loc"][:-1])))
+                              for e in errors]
             first.others = others
             raise first from None
+
+
+def fields_at(model: type[BaseModel], loc: Loc) -> list[str]:
+    """The keys a document may have at `loc` (what an unknown key there could have meant)."""
+    current: Any = model
+    for key in loc:
+        if isinstance(key, int):
+            continue  # an item of a list: the same model as the list
+        field = current.model_fields.get(key) if isinstance(current, type) and issubclass(current, BaseModel) else None
+        current = _model_in(field.annotation) if field else None
+        if current is None:
+            return []
+    return list(current.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation (`list[Turn]`, `Reply | None`, `Annotated[...]`)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, typing.get_args(annotation)) if m is not None), None)
 
 
 def load_yaml(path: str | Path) -> LocatedYaml:

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import regex
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
 from ..errors import InputError, Loc
 from ..scoring.matchers import (MATCHERS, REGEX_SECONDS, ExactMatch, Expectation, Matcher, ScoringError, Target,
                                 mentions, states)
+from ..scoring.affirmation import prohibits
 from ..scoring.normalize import distinctive, normalize, numbers_in
+from ..scoring.verdict import abstains
 from .files import LocatedYaml, load_yaml
 
 
@@ -69,11 +71,11 @@ class Value(_Strict):
     aliases: list[Text] = Field(default=[], description="Other phrasings that also count.")
     regex: Annotated[str | None, AfterValidator(_regex)] = Field(
         default=None, description="A case-insensitive regex that also counts (the `regex` module's syntax).")
-    tolerance: float | None = Field(default=None, ge=0, allow_inf_nan=False,
+    tolerance: StrictFloat | None = Field(default=None, ge=0, allow_inf_nan=False,
                                     description="Absolute tolerance for numeric answers.")
 
-    def expectation(self, matcher: Matcher = ExactMatch()) -> Expectation:
-        return Expectation(self.answer or "", tuple(self.aliases), self.regex, self.tolerance, matcher)
+    def expectation(self, matcher: Matcher = ExactMatch(), constraint: bool = False) -> Expectation:
+        return Expectation(self.answer or "", tuple(self.aliases), self.regex, self.tolerance, matcher, constraint)
 
 
 class Fact(Value):
@@ -90,8 +92,8 @@ class Fact(Value):
     match: Literal[tuple(MATCHERS)] = Field(
         default="exact", description="exact: normalised phrase match; f1: token F1 for free-form answers; "
                                      "locomo: the LoCoMo benchmark's own scoring (needs `category`).")
-    f1_threshold: float = Field(default=0.5, gt=0, le=1, description="With match: f1 or locomo, the F1 that counts.")
-    category: int | None = Field(default=None, ge=1, le=5, description="With match: locomo, the LoCoMo QA category "
+    f1_threshold: StrictFloat = Field(default=0.5, gt=0, le=1, description="With match: f1 or locomo, the F1 that counts.")
+    category: StrictInt | None = Field(default=None, ge=1, le=5, description="With match: locomo, the LoCoMo QA category "
                                                                       "(1-5) whose scoring applies.")
     expect: Literal["answer", "abstain"] = Field(
         default="answer", description="abstain: the conversation cannot answer the probe; 'I don't know' is right.")
@@ -99,6 +101,10 @@ class Fact(Value):
         default=[], description="With expect: abstain, tempting wrong answers, scored `confabulated`.")
     literal: bool = Field(default=True, description="false: the answer paraphrases the conversation, "
                                                     "so validation does not look for it in the planting turn.")
+    constraint: bool | None = Field(
+        default=None, description="true: the value is the object of a prohibition ('we never deploy on Fridays'), so "
+                                  "an answer restating the prohibition is recall; unset: detected from the planting "
+                                  "turn (a 'never', 'don't', 'no' before the value, 'forbidden' after it).")
 
     @model_validator(mode="after")
     def _answer_unless_abstaining(self) -> Fact:
@@ -108,10 +114,16 @@ class Fact(Value):
             raise ValueError("`category` goes with `match: locomo`, and only with it")
         return self
 
-    def target_expectation(self) -> Expectation | None:
+    def target_expectation(self, constraint: bool = False) -> Expectation | None:
         if self.expect == "abstain":
             return None
-        return self.expectation(self.matcher())
+        return self.expectation(self.matcher(), constraint)
+
+    def is_constraint(self, planting_text: str) -> bool:
+        """Declared, or detected: the planting turn states the value as the object of a prohibition."""
+        if self.constraint is not None:
+            return self.constraint
+        return self.match == "exact" and any(prohibits(planting_text, v) for v in (self.answer, *self.aliases) if v)
 
     def matcher(self) -> Matcher:
         return MATCHERS[self.match](self)
@@ -222,6 +234,7 @@ class Probe:
     target: Target
     subject: str | None = None
     values: tuple[tuple[int, Expectation], ...] = ()  # (turn, value) in order; the last is the target's
+    constraint: bool = False  # a negative constraint: restating the prohibition is recall
 
     def value_before(self, turn: int) -> tuple[int, Expectation] | None:
         """The value the fact had before `turn` (and the turn that set it), if it was planted by then."""
@@ -284,6 +297,12 @@ def _check_fact(doc: LocatedYaml, loc: Loc, fact: Fact, text: str, where: str) -
     if fact.match == "exact":  # free-form (f1) answers are scored by overlap, not by phrase
         _check_distinctive(doc, loc, {"answer": [fact.answer], "aliases": fact.aliases,
                                       "distractors": fact.distractors, "confabulations": fact.confabulations})
+    elif fact.match == "f1":  # token F1 leaves articles out: "the" would be an answer no reply can state
+        _check_distinctive(doc, loc, {"answer": [fact.answer], "aliases": fact.aliases})
+    for c, confabulation in enumerate(fact.confabulations):
+        if abstains(confabulation):
+            raise doc.error(loc + ("confabulations", c), f"{confabulation!r} is an abstention: the right answer "
+                                                         "(abstaining) would be scored confabulated")
     for d, distractor in enumerate(fact.distractors):
         if expected and states(distractor, expected, within=True):
             raise doc.error(loc + ("distractors", d), f"the distractor {distractor!r} states the answer itself: "
@@ -323,12 +342,13 @@ def probes(scenario: Scenario) -> list[Probe]:
         values = history[fact_id]
         changed, current = values[-1]
         matcher = fact.matcher()
-        expected = fact.target_expectation() if current is fact else current.expectation(matcher)
+        constraint = fact.is_constraint(scenario.turns[planted].text())
+        expected = fact.target_expectation(constraint) if current is fact else current.expectation(matcher, constraint)
         target = Target(expected, tuple(v.expectation(matcher) for _, v in values[:-1]),
                         tuple(fact.distractors), tuple(Expectation(c, matcher=matcher) for c in fact.confabulations),
                         matcher)
         history_values = tuple((t, v.expectation(matcher)) for t, v in values[:-1]) + (
             ((changed, expected),) if expected else ())
         result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target,
-                            fact.subject, history_values))
+                            fact.subject, history_values, constraint))
     return result

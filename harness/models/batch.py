@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator
 
 from tqdm import tqdm
 
+from ..errors import plural
 from .client import SetupError, api_problem
 
 MAX_REQUESTS = 100_000  # per batch, as the Message Batches API allows
@@ -86,7 +87,7 @@ class BatchEndpoint:
             return self.client.messages.batches.create(requests=entries).id
         except anthropic.APIError as exc:
             verb = "the provider rejected" if isinstance(exc, anthropic.APIStatusError) else "could not submit"
-            raise BatchRejected(f"{verb} a batch of {len(entries)} requests: {api_problem(exc)[:300]}") from None
+            raise BatchRejected(f"{verb} a batch of {plural(len(entries), 'request')}: {api_problem(exc)[:300]}") from None
 
     def status(self, batch_id: str) -> Status:
         batch = self.client.messages.batches.retrieve(batch_id)

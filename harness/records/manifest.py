@@ -33,6 +33,7 @@ class Manifest(BaseModel):
     control_prompt: str | None = None  # the keeps-nothing prompt id, when the eval has one
     sampling: dict[str, Any] | None = None
     judge: str | None = None
+    judge_calibration: dict[str, Any] | None = None  # the judge on labelled answers: accepts wrong, rejects right
     versions: dict[str, str] = {}
     strategies: dict[str, dict[str, Any]] = {}  # custom ones: module, path, sha256, the packages it uses
     started: str | None = None

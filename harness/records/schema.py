@@ -42,6 +42,7 @@ class CompactionEvent:
     chunks: int = 0  # model requests this compaction made (summary: more than one when folded in chunks)
     error: str | None = None  # set when the compaction was skipped; the history is unchanged
     replaced_with: int = 0  # new messages put in place of the folded ones (0: dropped outright)
+    capped: bool | None = None  # the summary stopped at its token cap (max_tokens); None: no model wrote it
 
 
 @dataclass(kw_only=True)
@@ -70,6 +71,7 @@ class ProbeRecord(CaseRow):
     changed_turn: int  # the turn that set the value probed (the planting turn unless superseded)
     superseded: bool
     literal: bool  # false: the answer paraphrases the conversation (imported benchmarks)
+    constraint: bool = False  # a negative constraint ("never deploy on Fridays"): restating it is recall
     expected: str | None  # None: the right outcome is to abstain
     verdict: str  # one of `score.VERDICTS`
     error: str | None = None  # why the probe or its case failed (verdict `error`)

@@ -8,6 +8,7 @@ import itertools
 
 import pandas as pd
 
+from ..errors import plural
 from ..analysis.compare import VARIANT_KEY, Comparison, pair_units, units
 from ..analysis.gate import manifest_settings
 from ..analysis.rates import variant_order
@@ -49,6 +50,30 @@ def paired_comparisons(run: Run) -> list[Comparison]:
     return [c for c in comparisons if c.n]
 
 
+def collateral_loss(run: Run) -> pd.DataFrame:
+    """Recall of facts still verbatim at probe time in cases whose older part was compacted, per
+    variant, against the same facts in the ceiling: what compaction costs the facts it did not
+    fold (a summary in front of them can crowd them out). Paired and tested over scenarios."""
+    records, compactions = run.records, run.compactions
+    if records.empty or CEILING not in set(records["variant"]) or compactions.empty:
+        return pd.DataFrame()
+    compacted = set(compactions.loc[compactions["folded_messages"].fillna(0) > 0, "case"])
+    ceiling = units(records[records["variant"] == CEILING], "recall")
+    alpha = manifest_settings(run.about).alpha
+    rows = {}
+    for variant in variant_order(records["variant"].unique()):
+        if variant in CONTROLS:
+            continue
+        verbatim = records[(records["variant"] == variant) & (records["location"] == "verbatim")
+                           & records["case"].isin(compacted)]
+        c = pair_units(ceiling, units(verbatim, "recall"), CEILING, variant, "recall", CEILING_KEY)
+        if c.n:
+            rows[variant] = {"verbatim facts": f"{c.test.mean_b:.0%}", "same facts, ceiling": f"{c.test.mean_a:.0%}",
+                             **test_cells(c.test, "difference (95% CI)", ".1%", "no interval"),
+                             "reading": _reading(c, alpha)}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
 def _reading(c: Comparison, alpha: float) -> str:
     if not c.test.judged:
         return "too few scenarios to tell"
@@ -62,9 +87,10 @@ def comparison_table(run: Run) -> pd.DataFrame:
     rows = {}
     for c in paired_comparisons(run):
         t = c.test
-        rows[f"{c.metric}: {c.label_b} vs {c.label_a}"] = {
-            "A": f"{c.label_a} {t.mean_a:.0%}", "B": f"{c.label_b} {t.mean_b:.0%}",
-            **test_cells(t, "B minus A (95% CI)", ".1%", "no interval"), "reading": _reading(c, alpha)}
+        # The row reads in the direction of its number: "seed minus bullets", seed's figure first.
+        rows[f"{c.metric}: {c.label_b} minus {c.label_a}"] = {
+            "first": f"{c.label_b} {t.mean_b:.0%}", "second": f"{c.label_a} {t.mean_a:.0%}",
+            **test_cells(t, "first minus second (95% CI)", ".1%", "no interval"), "reading": _reading(c, alpha)}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -92,7 +118,8 @@ def best_variant(run: Run) -> str | None:
         return line + "; the only variant under test"
     c = pair_units(by_variant[order[1]], by_variant[best], order[1], best, metric, VARIANT_KEY)
     t = c.test
-    lead = f"{line}, {t.difference * 100:+.1f} points over {order[1]} on the same {t.pairs} facts in {t.clusters} scenarios"
+    lead = (f"{line}, {t.difference * 100:+.1f} points over {order[1]} on the same {plural(t.pairs, 'fact')} in "
+            f"{plural(t.clusters, 'scenario')}")
     if not t.judged:
         return f"{lead}: too few scenarios (under 5) to tell a difference from noise"
     detectable = minimum_detectable_drop(by_variant[order[1]]["value"], by_variant[order[1]]["scenario"], alpha, power)
@@ -108,7 +135,7 @@ def describe(comparison: Comparison, flips: int = 20) -> str:
         return f"{c.metric}: {c.label_a} vs {c.label_b}: no paired units"
     lines = [f"{c.metric}: {c.label_a}: {c.recall_a:.0%}   {c.label_b}: {c.recall_b:.0%}",
              f"difference ({c.label_b} - {c.label_a}): {c.test.describe()}; "
-             f"{len(c.lost)} facts lost, {len(c.gained)} gained"]
+             f"{plural(len(c.lost), 'fact')} lost, {len(c.gained)} gained"]
     for title, rows in ((f"kept better by {c.label_a}", c.lost), (f"kept better by {c.label_b}", c.gained)):
         if len(rows):
             lines.append(f"{title}:")

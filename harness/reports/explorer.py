@@ -14,8 +14,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..errors import plural
+
 PROBE_FIELDS = ["case", "scenario", "variant", "budget", "kind", "fact", "verdict", "location", "expected",
-                "question", "answer", "planted_turn", "changed_turn", "error"]
+                "question", "answer", "planted_turn", "changed_turn", "error", "constraint"]
 
 
 def _plain(value: Any) -> Any:
@@ -44,7 +46,7 @@ def explorer_data(records: pd.DataFrame, compactions: pd.DataFrame, retention: p
 def explorer_html(data: dict[str, Any]) -> str:
     # "<" escaped inside the JSON, so no text in it can close the script element.
     payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
-    return (f'<h2 id="explorer">Fact explorer ({len(data["probes"])} probes)</h2>'
+    return (f'<h2 id="explorer">Fact explorer ({plural(len(data["probes"]), "probe")})</h2>'
             '<div id="filters"></div><p id="shown"></p><div id="facts"></div>'
             f'<script type="application/json" id="explorer-data">{payload}</script>'
             f"<style>{STYLE}</style><script>{SCRIPT}</script>")
@@ -103,11 +105,12 @@ SCRIPT = r"""
       selects[key].value === 'all' || String(p[key] ?? '-') === selects[key].value));
     const list = document.getElementById('facts'); list.replaceChildren();
     const limit = 200;
-    document.getElementById('shown').textContent = `${shown.length} probes match` +
+    document.getElementById('shown').textContent = `${shown.length} ${shown.length === 1 ? 'probe matches' : 'probes match'}` +
       (shown.length > limit ? `; the first ${limit} are listed, filter to see others` : '');
     for (const p of shown.slice(0, limit)) {
       const details = el('details'); details.dataset.fact = p.fact;
-      const head = el('summary'); head.append(el('span', `${p.scenario}/${p.fact} (${p.kind}) · ${p.variant} · ` +
+      const head = el('summary'); head.append(el('span', `${p.scenario}/${p.fact} (${p.kind}` +
+        (p.constraint ? ', negative constraint' : '') + `) · ${p.variant} · ` +
         `budget ${p.budget ?? '-'} · expected ${p.expected ?? '(abstain)'} · `), el('span', p.verdict, 'v-' + p.verdict));
       details.append(head);
       details.addEventListener('toggle', () => { if (details.open && details.children.length === 1) body(p, details); });

@@ -23,14 +23,24 @@ from .sections import tables
 
 def _headline(run: Run) -> str:
     about = run.about
-    played = f" (first {turns} turns of each)" if (turns := about.setting("max_turns")) else ""
+    played = f" (first {plural(turns, 'turn')} of each)" if (turns := about.setting("max_turns")) else ""
     scenarios = pd.concat([run.records["scenario"], run.retention["scenario"]]).nunique()
     partial = ("UNFINISHED RUN, the figures cover only its finished cases (`harness run EVAL --resume RUN_DIR` "
                "completes it): " if about.unfinished else "")
-    return (f"{partial}eval {about.name} on {about.model}: {plural(len(run.records), 'probe')}, "
-            f"{plural(len(run.retention), 'retention check')}, {plural(scenarios, 'scenario')}{played}; "
-            "retention = summaries that state the fact, recall = probe answers that state it (errors excluded; "
-            "95% Wilson interval, each fact counted once)" + (f"\n{best}" if (best := best_variant(run)) else ""))
+    lines = [f"{partial}eval {about.name} on {about.model}: {plural(len(run.records), 'probe')}, "
+             f"{plural(len(run.retention), 'retention check')}, {plural(scenarios, 'scenario')}{played}; "
+             "retention = for each fact of each case, the share of its summaries that state it; recall = probe "
+             "answers that state it (errors excluded; 95% Wilson interval, each fact counted once)"]
+    if about.judge:
+        judged = int((run.records["judge"] == True).sum())  # noqa: E712 (a column that may hold NaN)
+        calibration = about.judge_calibration
+        trust = (f"on labelled answers it accepts wrong ones {calibration['accepts_wrong']} and rejects right ones "
+                 f"{calibration['rejects_right']}" if calibration else "not measured on labelled answers")
+        lines.append(f"Judge {about.judge}: {plural(judged, 'answer')} the matcher scored `forgot` judged recalled; "
+                     f"{trust}")
+    if best := best_variant(run):
+        lines.append(best)
+    return "\n".join(lines)
 
 
 def text_report(run_dir: str | Path) -> str:

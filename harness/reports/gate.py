@@ -14,52 +14,71 @@ from .comparisons import test_cells
 from .render import markdown_table
 
 
-def markdown_summary(verdict: Verdict, settings: GateSettings) -> str:
+LISTED = 30  # lost facts listed per cell in the markdown; all of them are in the JUnit file
+
+
+def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, baseline: Path) -> str:
     rows = {}
     for c in verdict.cells:
         t = c.comparison.test
         rows[c.name] = {
             "baseline": f"{t.mean_a:.0%}", "candidate": f"{t.mean_b:.0%}",
-            **test_cells(t, "difference (95% CI)", ".0%", "too few scenarios"),
+            **test_cells(t, "candidate minus baseline (95% CI)", ".0%", "too few scenarios"),
             "detectable drop": f"{c.detectable_drop:.0%}" if c.detectable_drop is not None else "n/a",
             "lost / gained": f"{len(c.comparison.lost)} / {len(c.comparison.gained)}",
-            "result": "FAIL: " + "; ".join(c.failures) if c.failures else "pass",
+            "result": c.result,
         }
     titles = {EXIT_PASS: "pass", EXIT_REGRESSION: "regression", EXIT_CANNOT_JUDGE: "cannot judge"}
+    floor = f", falls under {settings.floor:.0%}" if settings.floor > 0 else ""
     parts = [f"### Summary-prompt gate: {titles[verdict.exit_code]}",
              f"Fails when retention or recall drops more than {settings.max_drop:.0%} with p < {settings.alpha} "
-             f"(paired test over scenarios), falls under {settings.floor:.0%}, or when summaries grow more than "
-             f"{settings.max_summary_growth:.0%}; cannot pass an eval unable to detect a {settings.max_drop:.0%} "
-             f"drop with {settings.power:.0%} power.",
+             f"(paired test over scenarios){floor}, when summaries grow more than {settings.max_summary_growth:.0%}, "
+             f"or when more of them stop at the token cap (by more than {settings.max_cap_increase:.0%}); cannot "
+             f"pass an eval unable to detect a {settings.max_drop:.0%} drop with {settings.power:.0%} power.",
              markdown_table(pd.DataFrame.from_dict(rows, orient="index"))]
-    parts += [f"**Summary size: {prompt} FAILS**: {why}" for prompt, why in verdict.size_failures.items()]
+    if verdict.checks:
+        parts.append(markdown_table(pd.DataFrame.from_dict(
+            {c.name: {"baseline": c.baseline, "candidate": c.candidate, "result": c.result} for c in verdict.checks},
+            orient="index")))
+    parts += [f"**{c.name[0].upper()}{c.name[1:]} FAILS**: {c.failure}" for c in verdict.checks if c.failure]
     parts += [f"**Cannot judge**: {why}" for why in verdict.cannot_judge]
     for c in verdict.cells:
         if c.budget == ALL_BUDGETS and len(c.comparison.lost):
             lost = c.comparison.lost
+            more = f"\n- ... and {len(lost) - LISTED} more (all in gate-junit.xml)" if len(lost) > LISTED else ""
             parts.append(f"**Facts {c.prompt} kept less than the baseline ({c.metric}, {len(lost)})**\n\n" + "\n".join(
-                f"- {r.scenario}/{r.fact} at {r.budget}: expected `{r.expected_a}`" for r in lost.head(30).itertuples()))
+                f"- {r.scenario}/{r.fact} at {r.budget}: expected `{r.expected_a}`"
+                for r in lost.head(LISTED).itertuples()) + more)
+    parts.append(f"Next: `harness report {run_dir}` shows every summary and answer (the fact explorer in "
+                 f"report.html); `harness compare {baseline} {run_dir}` lists each fact that flipped.")
     return "\n\n".join(parts) + "\n"
 
 
 def junit_xml(verdict: Verdict) -> str:
-    cells = verdict.cells
-    suite = ET.Element("testsuite", name="compaction-gate", tests=str(len(cells) + len(verdict.size_failures)),
-                       failures=str(sum(bool(c.failures) for c in cells) + len(verdict.size_failures)))
+    cells, checks = verdict.cells, verdict.checks
+    suite = ET.Element("testsuite", name="compaction-gate", tests=str(len(cells) + len(checks)),
+                       failures=str(sum(bool(c.failures) for c in cells) + sum(bool(c.failure) for c in checks)),
+                       skipped=str(sum(c.result.startswith("cannot") for c in [*cells, *checks])))
     for c in cells:
         case = ET.SubElement(suite, "testcase", classname=f"{c.metric}.{c.prompt}", name=c.scope)
         if c.failures:
             failure = ET.SubElement(case, "failure", message="; ".join(c.failures))
             failure.text = "\n".join(f"lost {r.scenario}/{r.fact} ({r.budget})" for r in c.comparison.lost.itertuples())
-    for prompt, why in verdict.size_failures.items():
-        ET.SubElement(ET.SubElement(suite, "testcase", classname=f"size.{prompt}", name="summary size"),
-                      "failure", message=why)
+        elif c.untested:
+            ET.SubElement(case, "skipped", message=c.untested)
+    for check in checks:
+        case = ET.SubElement(suite, "testcase", classname=check.name.replace(": ", "."), name=check.name.split(":")[0])
+        if check.failure:
+            ET.SubElement(case, "failure", message=check.failure)
+        elif check.unchecked:
+            ET.SubElement(case, "skipped", message=check.unchecked)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
-def write_outputs(verdict: Verdict, settings: GateSettings, out_dir: Path) -> dict[str, Path]:
+def write_outputs(verdict: Verdict, settings: GateSettings, run_dir: Path, baseline: Path) -> dict[str, Path]:
+    out_dir = run_dir / "gate"
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"junit": out_dir / "gate-junit.xml", "markdown": out_dir / "gate.md"}
     paths["junit"].write_text(junit_xml(verdict), encoding="utf-8")
-    paths["markdown"].write_text(markdown_summary(verdict, settings), encoding="utf-8")
+    paths["markdown"].write_text(markdown_summary(verdict, settings, run_dir, baseline), encoding="utf-8")
     return paths

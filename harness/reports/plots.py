@@ -53,8 +53,10 @@ def plot_recall_by_budget(run: Run):
             ax.axhline(r.value, linestyle=style, color="grey", label=f"{control} (n={r.n})")
             ax.axhspan(r.low, r.high, color="grey", alpha=0.12)
     # Below 0, so a control at 0% (no history) is a visible line, not the axis itself.
+    # A fixed half-unit margin: with one budget, autoscaling would stretch the variants' small offsets
+    # across the whole axis, as if they were at different budgets.
     ax.set(xticks=x, xticklabels=budgets, xlabel="budget", ylabel="recall (95% interval)", ylim=(-0.05, 1.05),
-           title="Recall versus budget")
+           xlim=(-0.5, len(budgets) - 0.5), title="Recall versus budget")
     ax.legend(fontsize=8)
     return fig
 
@@ -104,7 +106,7 @@ def plot_survival(run: Run):
         through = group["compactions"].clip(upper=3)
         counts = sorted(through.unique())
         _rates_with_intervals(ax, counts, [group[through == c] for c in counts], v, 0.06 * (i - len(variants) / 2))
-    ax.set(xticks=[0, 1, 2, 3], xticklabels=["0", "1", "2", "3+"], xlabel="compactions the fact went through",
+    ax.set(xticks=[0, 1, 2, 3], xticklabels=["0", "1", "2", "3+"], xlim=(-0.5, 3.5), xlabel="compactions the fact went through",
            ylabel="recall (95% interval)", ylim=(-0.05, 1.05), title="Survival by number of compactions")
     ax.legend(fontsize=8)
     return fig

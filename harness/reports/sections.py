@@ -12,7 +12,7 @@ import pandas as pd
 from ..analysis.gate import manifest_settings
 from ..records import Run
 from ..records.load import prompted
-from .comparisons import comparison_table
+from .comparisons import collateral_loss, comparison_table
 from .plots import plot_recall_by_budget, plot_recall_by_kind, plot_summary_costs, plot_survival, plot_where_lost
 from .tables import (answer_types, mean_f1_by_budget, prompt_sensitivity, recall_by_answer_type, recall_by_budget,
                      recall_by_kind, retention_by_budget, retention_per_prompt, summary_costs, survival_by_compactions,
@@ -55,6 +55,8 @@ TABLES = [
           lambda run: retention_by_budget(run.retention) if not run.retention.empty else pd.DataFrame()),
     Table("Recall by summary prompt and budget", _with_records(recall_by_budget), plot_recall_by_budget),
     Table("Paired comparisons (same facts; tested over scenarios, as the gate)", comparison_table),
+    Table("Collateral loss: recall of facts still verbatim after compaction, against the same facts in the ceiling",
+          collateral_loss),
     Table("Retention per prompt, and the smallest drop this run detects", _retention_per_prompt),
     Table("Compression and cost per prompt", lambda run: summary_costs(run.compactions, run.about.wave_seconds),
           plot_summary_costs),

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..analysis.compare import retention_units, sensitivity
 from ..analysis.rates import compacting, recall_rate, retention_rate, variant_order
-from ..analysis.stats import minimum_detectable_drop
+from ..analysis.stats import minimum_detectable_drop, rate
 from ..records.load import budget_order, failed, summaries
 
 
@@ -136,12 +136,14 @@ def survival_by_compactions(df: pd.DataFrame) -> pd.DataFrame:
 
 
 COMPRESSION, SUMMARY_TOKENS = "median size after / before", "median summary tokens"
+AT_CAP = "stopped at the token cap"  # a summary cut at summary_max_tokens: it did not finish compressing
 
 
 def summary_costs(compactions: pd.DataFrame, wave_seconds: list[float] | None = None) -> pd.DataFrame:
     """Per variant that writes summaries (a prompt, or a strategy with its own): how much its
     compactions shrank the history, and what they cost (a summary that keeps everything by not
-    compressing is no improvement). `wave_seconds`: a batch run's waves, whose wait is every
+    compressing is no improvement), and how often the summary was cut at its token cap (with its
+    interval, compactions of one case counted as a cluster). `wave_seconds`: a batch run's waves, whose wait is every
     request's latency (the model's own is not measured there)."""
     made = summaries(compactions)
     rows = {}
@@ -149,6 +151,9 @@ def summary_costs(compactions: pd.DataFrame, wave_seconds: list[float] | None = 
         mine = made[made["variant"] == variant]
         latency = (("mean wait for its batch wave (s)", sum(wave_seconds) / len(wave_seconds)) if wave_seconds
                    else ("mean latency (s)", mine["latency_s"].mean()))
+        known = mine[mine["capped"].notna()]
+        capped = rate(known["capped"].astype(bool), known["case"]).text() if len(known) else "not recorded"
         rows[variant] = {"compactions": len(mine), COMPRESSION: round(mine["ratio"].median(), 2),
-                         SUMMARY_TOKENS: round(mine["output_tokens"].median()), latency[0]: round(latency[1], 2)}
+                         SUMMARY_TOKENS: round(mine["output_tokens"].median()), AT_CAP: capped,
+                         latency[0]: round(latency[1], 2)}
     return pd.DataFrame.from_dict(rows, orient="index")

@@ -16,7 +16,8 @@ from typing import Any, Callable, Protocol
 import regex
 
 from .locomo import LOCOMO_NO_ANSWER, locomo_f1, locomo_multi_f1, locomo_tokens
-from .normalize import as_number, normalize, numbers_in, token_f1, token_recall
+from .affirmation import affirms, occurrences
+from .normalize import normalize, token_f1, token_recall
 
 
 class Matcher(Protocol):
@@ -39,6 +40,7 @@ class Expectation:
     regex: str | None = None  # also counts, whatever the matcher
     tolerance: float | None = None  # absolute, for numeric answers
     matcher: Matcher = field(default_factory=lambda: ExactMatch())
+    constraint: bool = False  # a prohibition ("never deploy on Fridays"): restating it is recall
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -58,34 +60,12 @@ class Target:
 
 def mentions(text: str, value: str, tolerance: float | None = None) -> bool:
     """True when `text` states `value`: as a whole-word phrase, or numerically."""
-    number = as_number(value)
-    if number is not None:
-        return any(abs(n - number) <= (tolerance or 0) + 1e-9 for n in numbers_in(text))
-    needle = normalize(value)
-    return bool(needle) and f" {needle} " in f" {normalize(text)} "
+    return bool(occurrences(normalize(text), value, tolerance))
 
 
 def _best(score, text: str, expectation: Expectation) -> float:
     """The best score of `text` against the expected value and its aliases."""
     return max(score(text, value) for value in expectation.values)
-
-
-# A clause ends at sentence punctuation, a comma (not the one before a year: "March 14, 2025"), a
-# dash, or a contrast ("..., not the Baixa Grand", "not 2350 but 2800").
-_CLAUSE_END = re.compile(r"[;!?]|\.(?=\s|$)|,(?!\s*\d{4}\b)(?=\s)|\s[-\u2013\u2014]\s|\b(?:but|however|although)\b")
-# Negation cues in normalised text ("can't" normalises to "can t").
-_NEGATION = re.compile(r"\b(?:not|no|never|cannot|unable|neither|nor|without|\w+n t)\b")
-
-
-def affirms(text: str, value: str, tolerance: float | None = None) -> bool:
-    """True when an answer states `value` in some clause that does not negate it before it:
-    "not Lisbon" and "I'm unable to provide a refund or replacement" do not affirm Lisbon or
-    replacement; "Casa Alfama, not the Baixa Grand" affirms Casa Alfama and not the Baixa Grand."""
-    for clause in _CLAUSE_END.split(text):
-        norm = normalize(clause)
-        if any(not _NEGATION.search(norm[:at]) for at in _occurrences(norm, value, tolerance)):
-            return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -95,8 +75,9 @@ class ExactMatch:
     a long text (a summary, a planting turn) any mention counts."""
 
     def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
-        said = mentions if within else affirms
-        return any(said(text, value, expectation.tolerance) for value in expectation.values)
+        if within:
+            return any(mentions(text, value, expectation.tolerance) for value in expectation.values)
+        return any(affirms(text, value, expectation.tolerance, expectation.constraint) for value in expectation.values)
 
     def score(self, answer: str, expectation: Expectation | None) -> float | None:
         return None
@@ -176,16 +157,6 @@ def states(text: str, expectation: Expectation, within: bool = False) -> bool:
     return expectation.matcher.states(text, expectation, within)
 
 
-def _occurrences(norm: str, value: str, tolerance: float | None) -> list[int]:
-    """Character offsets in normalised text where `value` is stated."""
-    number = as_number(value)
-    if number is not None:
-        return [m.start() for m in re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", norm)
-                if abs(float(m[0]) - number) <= (tolerance or 0) + 1e-9]
-    needle = normalize(value)
-    return [m.start() for m in re.finditer(rf"(?<!\w){re.escape(needle)}(?!\w)", norm)] if needle else []
-
-
 def states_about(text: str, expectation: Expectation, subject: str | None, others: tuple[str, ...] = ()) -> bool:
     """Does a long text (a summary) state this value *of this subject*? Without a subject this is
     `states(within=True)`. With one, in some line or sentence the value must belong to the subject rather
@@ -197,10 +168,10 @@ def states_about(text: str, expectation: Expectation, subject: str | None, other
         if not states(segment, expectation, within=True):
             continue
         norm = normalize(segment)
-        anchors = [(p, s == subject) for s in {subject, *others} for p in _occurrences(norm, s, None)]
+        anchors = [(p, s == subject) for s in {subject, *others} for p, _ in occurrences(norm, s)]
         if not any(mine for _, mine in anchors):
             continue
-        values = [p for v in expectation.values for p in _occurrences(norm, v, expectation.tolerance)]
+        values = [p for v in expectation.values for p, _ in occurrences(norm, v, expectation.tolerance)]
         if not values:  # stated by regex or token overlap: the subject in the same segment must do
             return True
         if any(_bound_subject(anchors, v) for v in values):

@@ -4,6 +4,7 @@ separators, number words ("two thousand three hundred and fifty") and dates ("Ma
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -58,11 +59,12 @@ def _canonical_date(match: re.Match, parts) -> str:
     return f"{int(year):04d}-{month:02d}-{day:02d}" if year else f"{month:02d}-{day:02d}"
 
 
+@functools.lru_cache(maxsize=16384)  # a summary or an answer is read once per fact it is checked for
 def normalize(text: str) -> str:
     """Lower-case, unify numbers and dates, drop punctuation, collapse spaces."""
     text = unicodedata.normalize("NFKC", str(text)).lower()
-    # Invisible format characters (zero-width spaces, soft hyphens) must not hide a word.
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    if not text.isascii():  # invisible format characters (zero-width spaces, soft hyphens) must not hide a word
+        text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     text = _NUMBER_PHRASE.sub(lambda m: _words_to_number(m[0]), text)
     text = re.sub(r"(?<=\d)[,\u202f\u00a0'](?=\d{3}\b)", "", text)  # 2,350 -> 2350
     for pattern, parts in _DATE_PATTERNS:

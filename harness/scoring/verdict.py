@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .matchers import Target, affirms, states
+from .affirmation import affirms, offers_both
+from .matchers import Target, states
 
 VERDICTS = ("recalled", "forgot", "stale", "abstained", "confabulated", "error")
 
@@ -15,8 +16,10 @@ _ABSTENTION = re.compile(
     r"(?:know|recall|remember|say|tell|have\s+(?:that|this|any|enough)\s+information)"
     r"|not\s+(?:sure|certain)"
     r"|not\s+(?:been\s+)?(?:mentioned|specified|provided|stated|given)"
+    r"|(?:does|did|do)(?:\s+not|n'?t)\s+(?:say|mention|specify|tell)"
     r"|no\s+(?:information|record|mention)"
-    r"|(?:unknown|unclear)\b)",
+    r"|(?:unknown|unclear)\b)"
+    r"|n't\s+(?:been\s+)?(?:mentioned|specified|provided|stated|given)",  # "wasn't mentioned": no \b inside a word
     re.IGNORECASE,
 )
 
@@ -32,7 +35,11 @@ def verdict(answer: str, target: Target) -> str:
             return "confabulated"
         return "recalled" if abstains(answer) else "forgot"
     recalled = states(answer, target.expected)
-    confused = any(affirms(answer, d) for d in target.distractors)  # "X, not <distractor>" is not confused
+    # Naming a near miss beside the answer, or offering an old value as an alternative to it, is a
+    # hedge, not recall ("X, not <distractor>" and "it went from <old> to X" are not).
+    confused = (any(affirms(answer, d) for d in target.distractors)
+                or any(offers_both(answer, value, old_value, target.expected.tolerance)
+                       for value in target.expected.values for old in target.stale for old_value in old.values))
     if recalled and not confused:
         return "recalled"
     if not recalled and any(states(answer, old) for old in target.stale):

@@ -197,5 +197,9 @@ def import_locomo(path: str | Path, out_dir: str | Path, strict: bool = False) -
     Returns each file with the scenario it holds and notes on the QA items left out."""
     path = Path(path)
     converted = [convert(path, sample, conversation, qa, strict) for sample, conversation, qa in _samples(path)]
+    if not any(turn.get("facts") for scenario, _ in converted for turn in scenario["turns"]):
+        notes = [note for _, notes in converted for note in notes]
+        raise InputError(path, f"every QA item was left out ({len(notes)}"
+                               + (f"; the first: {notes[0]}" if notes else "") + "): nothing to probe, nothing written")
     written = write_scenarios([scenario for scenario, _ in converted], out_dir, path)
     return [(target, scenario, notes) for (target, scenario), (_, notes) in zip(written, converted)]
