@@ -16,7 +16,7 @@ import json
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from ..inputs.evalfile import Prices
 from ..models.backends import sampled
@@ -152,9 +152,9 @@ class StandIn(BatchEndpoint):
     def status(self, batch_id: str) -> Status:
         return Status(True, {})
 
-    def results(self, batch_id: str) -> dict[str, Outcome]:
-        return {e["custom_id"]: Outcome("succeeded", longest_reply(e["params"]))
-                for e in self.open.pop(batch_id)}
+    def results(self, batch_id: str) -> Iterator[tuple[str, Outcome]]:
+        for entry in self.open.pop(batch_id):
+            yield entry["custom_id"], Outcome("succeeded", longest_reply(entry["params"]))
 
 
 class _Unrecorded:

@@ -173,15 +173,13 @@ class Waves:
             try:
                 wait_for(self.endpoint, [batch_id], len(custom_ids), f"re-attached {batch_id}", self.poll_s, None,
                          self.progress)
-                outcomes = self.endpoint.results(batch_id)
+                for custom_id, outcome in self.endpoint.results(batch_id):
+                    self.report.adopted += outcome.kind == "succeeded"
+                    self._settle(custom_id, outcome)
                 self.report.batches.append(batch_id)
             except anthropic.APIError as exc:  # deleted, or its results expired (29 days)
                 print(f"warning: the results of batch {batch_id} cannot be collected ({api_problem(exc)}); its "
                       f"{plural(len(custom_ids), 'request')} submitted again", file=sys.stderr)
-                outcomes = {}
-            for custom_id, outcome in outcomes.items():
-                self.report.adopted += outcome.kind == "succeeded"
-                self._settle(custom_id, outcome)
             self.journal.collected(batch_id)
 
     def run(self, cases: list[Item], play: Callable[[Item], Result], finished: Callable[[Item, Result], None],
@@ -229,7 +227,7 @@ class Waves:
         retried_before = self.report.retried
         answered = set()
         for batch_id in submitted:
-            for custom_id, outcome in self.endpoint.results(batch_id).items():
+            for custom_id, outcome in self.endpoint.results(batch_id):
                 self._settle(custom_id, outcome)
                 answered.add(custom_id)
             self.journal.collected(batch_id)

@@ -93,21 +93,20 @@ class BatchEndpoint:
         batch = self.client.messages.batches.retrieve(batch_id)
         return Status(batch.processing_status == "ended", batch.request_counts.model_dump())
 
-    def results(self, batch_id: str) -> dict[str, Outcome]:
-        outcomes = {}
+    def results(self, batch_id: str) -> Iterator[tuple[str, Outcome]]:
+        """Each request's outcome, as the results stream in (a batch's results are not held whole)."""
         for line in self.client.messages.batches.results(batch_id):
             result = line.result
             if result.type == "succeeded":
                 # As it came: whatever is not a Messages reply is found and recorded by the caller.
-                message = result.message.model_dump(mode="json", exclude_none=True, warnings=False)
-                outcomes[line.custom_id] = Outcome("succeeded", message)
+                yield line.custom_id, Outcome("succeeded", result.message.model_dump(mode="json", exclude_none=True,
+                                                                                     warnings=False))
             elif result.type == "errored":
                 error = result.error.error if hasattr(result.error, "error") else result.error
-                outcomes[line.custom_id] = Outcome("errored", reason=f"{getattr(error, 'type', 'error')}: "
-                                                                     f"{getattr(error, 'message', error)}")
+                yield line.custom_id, Outcome("errored", reason=f"{getattr(error, 'type', 'error')}: "
+                                                                f"{getattr(error, 'message', error)}")
             else:
-                outcomes[line.custom_id] = Outcome(result.type, reason=f"the request was {result.type}")
-        return outcomes
+                yield line.custom_id, Outcome(result.type, reason=f"the request was {result.type}")
 
 
 def wait_for(endpoint: BatchEndpoint, batch_ids: list[str], requests: int, label: str,

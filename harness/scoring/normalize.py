@@ -59,7 +59,7 @@ def _canonical_date(match: re.Match, parts) -> str:
     return f"{int(year):04d}-{month:02d}-{day:02d}" if year else f"{month:02d}-{day:02d}"
 
 
-@functools.lru_cache(maxsize=16384)  # a summary or an answer is read once per fact it is checked for
+@functools.lru_cache(maxsize=4096)  # a summary or an answer is read once per fact it is checked for
 def normalize(text: str) -> str:
     """Lower-case, unify numbers and dates, drop punctuation, collapse spaces."""
     text = unicodedata.normalize("NFKC", str(text)).lower()
