@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .custom import Strategy, custom_compaction, is_contextual
-from .seed import compact, truncate
+from .seed import compact, recorded, truncate
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class StrategySpec:
 STRATEGIES = {spec.name: spec for spec in (
     StrategySpec("summary", compact, uses_budget=True, uses_prompt=True),
     StrategySpec("truncate", truncate, uses_budget=True, uses_prompt=False),
+    # An imported log's own compactions, at its own cut points: no budget, no prompt, no model call.
+    StrategySpec("recorded", recorded, uses_budget=False, uses_prompt=False),
     StrategySpec("none", None, uses_budget=False, uses_prompt=False),
     StrategySpec("no-history", None, uses_budget=False, uses_prompt=False, uses_history=False),
 )}

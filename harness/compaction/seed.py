@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
-from ..messages import Message, exchange_starts, first_text, history_size, render_message
+from ..messages import Message, cut_points, first_text, history_size, render_message
 from ..models.client import Usage, usage_of
 from ..records.schema import CompactionEvent
 
@@ -22,6 +22,7 @@ SEED_SUMMARY_PROMPT = (
 )
 SUMMARY_PREFIX = "[Conversation summary: "
 ACKNOWLEDGEMENT = "Understood. Continuing from that summary."
+DROPPED = "[Earlier messages were dropped.]"  # opens a history truncated inside a tool loop
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,12 @@ class CompactionSettings:
     # turn) or "transcript-first" (one user turn: the delimited transcript, then the prompt).
     layout: Literal["system", "transcript-first"] = "system"
     prompt_id: str | None = None  # the summary prompt's id, for strategies that report it
+    # Where a history may be cut: "turns" (the seed's: only between user turns, at exchange starts),
+    # "steps" (also before the next model call inside a tool loop, at a step whose every tool_use
+    # has its result; `keep_recent` counts steps), or "recorded" (only where an imported log's agent
+    # compacted, all of the history before it, whatever the budget).
+    cut: Literal["turns", "steps", "recorded"] = "turns"
+    recorded_summary: str | None = None  # the log's own summary at this point (set by the runner)
 
 
 class TranscriptTooLarge(Exception):
@@ -50,15 +57,28 @@ def measure(messages: list[Message], client: Any, unit: str) -> int:
     return history_size(messages)
 
 
-def split_point(messages: list[Message], size: int, context_limit: int, keep_recent: int) -> int | None:
-    """Where to cut, or None when the history fits or everything in it is recent."""
+def split_point(messages: list[Message], size: int, context_limit: int | None,
+                settings: CompactionSettings) -> int | None:
+    """Where to cut, or None when the history fits or everything in it is recent (see `cut`)."""
+    if settings.cut == "recorded":
+        return len(messages) if settings.recorded_summary is not None and messages else None
     if size <= context_limit:
         return None
-    starts = exchange_starts(messages)
-    if len(starts) <= keep_recent:
+    starts = cut_points(messages, steps=settings.cut == "steps")
+    if len(starts) <= settings.keep_recent:
         return None
-    split = starts[-keep_recent] if keep_recent else len(messages)
+    split = starts[-settings.keep_recent] if settings.keep_recent else len(messages)
     return split or None
+
+
+def fold(summary: str, messages: list[Message], split: int) -> list[Message]:
+    """The history with `messages[:split]` replaced by the summary, as a user turn. A one-line
+    assistant acknowledgement follows when the next message is the user's (so roles alternate),
+    not when the agent's step or model call comes next (inside a tool loop)."""
+    kept = messages[split:]
+    user_next = kept[0]["role"] == "user" if kept else messages[-1]["role"] == "assistant"
+    return ([{"role": "user", "content": f"{SUMMARY_PREFIX}{summary}]"}]
+            + ([{"role": "assistant", "content": ACKNOWLEDGEMENT}] if user_next else []) + kept)
 
 
 def transcript_chunks(messages: list[Message], settings: CompactionSettings) -> list[str]:
@@ -68,18 +88,20 @@ def transcript_chunks(messages: list[Message], settings: CompactionSettings) -> 
     if settings.max_transcript_chars is None:
         return ["\n".join(rendered)]
     room = settings.max_transcript_chars - 4 * settings.summary_max_tokens - len(SUMMARY_PREFIX) - 2
-    starts = exchange_starts(messages)[1:] + [len(messages)]
+    if room < 200:
+        raise TranscriptTooLarge(f"summary_transcript_chars ({settings.max_transcript_chars:,}) leaves no room for a "
+                                 f"transcript beside a summary of {settings.summary_max_tokens} tokens; raise it")
+    starts = cut_points(messages, steps=True)[1:] + [len(messages)]
     chunks, current, begin = [], "", 0
     for end in starts:
-        exchange = "\n".join(rendered[begin:end])
-        if len(exchange) > room:
-            raise TranscriptTooLarge(f"an exchange of {len(exchange):,} characters is longer than the "
-                                     f"summary transcript limit allows ({room:,}); raise summary_transcript_chars")
-        if current and len(current) + 1 + len(exchange) > room:
-            chunks.append(current)
-            current = ""
-        current = f"{current}\n{exchange}" if current else exchange
+        piece = "\n".join(rendered[begin:end])
         begin = end
+        # A step longer than the room (a 100 KB tool output) is read in parts: a transcript is text.
+        for part in (piece[at:at + room] for at in range(0, len(piece), room)):
+            if current and len(current) + 1 + len(part) > room:
+                chunks.append(current)
+                current = ""
+            current = f"{current}\n{part}" if current else part
     return chunks + ([current] if current else [])
 
 
@@ -96,7 +118,7 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
             events: list[CompactionEvent] | None = None) -> list[Message]:
     """The seed's compaction: fold old exchanges into a model-written summary."""
     size_before = measure(messages, client, settings.unit)
-    split = split_point(messages, size_before, context_limit, settings.keep_recent)
+    split = split_point(messages, size_before, context_limit, settings)
     if split is None:
         return messages
     event = CompactionEvent("summary", split, size_before, size_before, settings.unit)
@@ -117,12 +139,10 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
         event.folded_messages, event.error = 0, "summary response had no text block"
         output_stream.write("[compact] skipped: the summary response had no text\n")
     else:
-        messages = [
-            {"role": "user", "content": f"{SUMMARY_PREFIX}{summary}]"},
-            {"role": "assistant", "content": ACKNOWLEDGEMENT},
-        ] + messages[split:]
+        kept = len(messages) - split
+        messages = fold(summary, messages, split)
         event.summary, event.size_after = summary, measure(messages, client, settings.unit)
-        event.replaced_with = 2
+        event.replaced_with = len(messages) - kept
         output_stream.write(f"[compact] folded {split} messages into a summary\n")
     if events is not None:
         events.append(event)
@@ -134,12 +154,30 @@ def truncate(messages: list[Message], client: Any, output_stream: TextIO, contex
              events: list[CompactionEvent] | None = None) -> list[Message]:
     """The floor: drop old exchanges outright, with no summary."""
     size_before = measure(messages, client, settings.unit)
-    split = split_point(messages, size_before, context_limit, settings.keep_recent)
+    split = split_point(messages, size_before, context_limit, settings)
     if split is None:
         return messages
     kept = messages[split:]
+    if kept and kept[0]["role"] == "assistant":  # cut inside a tool loop: the history must open with the user
+        kept = [{"role": "user", "content": DROPPED}] + kept
     output_stream.write(f"[compact] dropped {split} messages\n")
     if events is not None:
         events.append(CompactionEvent("truncate", split, size_before,
                                       measure(kept, client, settings.unit), settings.unit))
     return kept
+
+
+def recorded(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int | None,
+             settings: CompactionSettings = CompactionSettings(),
+             events: list[CompactionEvent] | None = None) -> list[Message]:
+    """An imported log's own compactions, replayed: where the logged agent compacted, its history
+    becomes the summary the log holds (no model call), so that summary's retention is measured."""
+    if settings.recorded_summary is None or not messages:
+        return messages
+    size_before = measure(messages, client, settings.unit)
+    folded = fold(settings.recorded_summary, messages, len(messages))
+    output_stream.write(f"[compact] folded {len(messages)} messages into the log's own summary\n")
+    if events is not None:
+        events.append(CompactionEvent("recorded", len(messages), size_before, measure(folded, client, settings.unit),
+                                      settings.unit, summary=settings.recorded_summary, replaced_with=len(folded)))
+    return folded

@@ -73,8 +73,8 @@ def with_cache_breakpoint(messages: list[Message]) -> list[Message]:
 class Agent:
     client: Any  # a models.Backend, or a fake with the same create/count_tokens methods
     tools: ToolRegistry = field(default_factory=ToolRegistry)
-    context_limit: int | None = 1200  # None: never compact
-    strategy: Strategy = compact
+    context_limit: int | None = 1200  # the budget (None: a strategy that needs none, or no compaction)
+    strategy: Strategy | None = compact  # None: never compact
     settings: CompactionSettings = CompactionSettings()
     system: str = AGENT_SYSTEM
     max_tokens: int = 256
@@ -85,8 +85,9 @@ class Agent:
     stop_reason: str | None = None  # of the last reply: "max_tokens" means it was cut at the limit
 
     def compact(self) -> None:
-        """Run compaction as the seed does: only between user turns."""
-        if self.context_limit is not None:
+        """Run compaction: between user turns (the seed's), and with `cut: steps` before every model
+        call of the tool loop too (`respond`)."""
+        if self.strategy is not None:
             self.messages = self.strategy(self.messages, self.client, self.output_stream,
                                           self.context_limit, self.settings, self.events)
 
@@ -119,6 +120,8 @@ class Agent:
     def respond(self) -> str:
         """The inner loop: call the model, run any tool calls, repeat until it stops."""
         for _ in range(MAX_TOOL_ROUNDS):
+            if self.settings.cut == "steps":
+                self.compact()
             reply = self.take(self.client.create(**self.request()))
             if reply is not None:
                 return reply

@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 
 from ..inputs.scenario import Probe, Scenario, probes
-from ..messages import Message, exchange_starts
+from ..messages import Message
 from .evals import Eval
 
 
@@ -60,9 +60,9 @@ def probed_facts(ev: Eval) -> dict[str, list[Probe]]:
     return {s.id: sampled_probes(s, ev.spec.probe.sample, ev.spec.probe.seed) for s in ev.scenarios}
 
 
-def first_verbatim_turn(messages: list[Message], user_lines: list[str]) -> int:
+def first_verbatim_turn(messages: list[Message], starts: list[Message]) -> int:
     """Turns before this one are no longer in the history verbatim (folded or dropped): counted from
-    the exchanges that still start with a played turn's user line, so a summary in any wording is
-    not mistaken for a turn."""
-    lines = set(user_lines)
-    return len(user_lines) - sum(1 for i in exchange_starts(messages) if messages[i]["content"] in lines)
+    the turn openings (a user line, or a tool step) still in the history, so a summary in any wording
+    is not mistaken for a turn. Compaction folds a prefix, so the kept ones are the last turns (and
+    two turns with the same user line are counted apart)."""
+    return len(starts) - sum(1 for message in messages if message in starts)

@@ -6,11 +6,12 @@ executor composes (`executors`: one case at a time, several at once, or in batch
 from __future__ import annotations
 
 import io
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 from ..compaction.custom import StrategyError
-from ..compaction.seed import CompactionSettings, TranscriptTooLarge, compact, measure
+from ..compaction.seed import CompactionSettings, TranscriptTooLarge, measure
+from ..messages import Message, render_message
 from ..inputs.evalfile import Prompt
 from ..inputs.scenario import Probe, Scenario, probes
 from ..models.client import ModelError, Usage
@@ -52,17 +53,33 @@ class PlayedCase:
     limit: int | None  # the budget resolved in units
     compactions: list[CompactionRecord]
     retention: list[RetentionRecord]
-    lines: list[str]  # the user lines of the turns played
+    starts: list[Message] = field(default_factory=list)  # the first message of each turn played
+    early: dict[str, ProbeRequest] = field(default_factory=dict)  # facts asked before a turn (`probe_at`)
     error: str | None = None  # why the case failed: every fact is then an error
+
+    def when_asked(self, fact: Probe) -> tuple[list[Message], int, int]:
+        """The history a fact's probe saw, and how many compactions and turns came before it."""
+        if early := self.early.get(fact.fact_id):
+            return early.history, early.compactions, early.turns
+        return self.agent.messages, len(self.compactions), len(self.starts)
 
 
 @dataclass
 class ProbeRequest:
     """One probe of a played case: a fork of its agent whose last message is the probe question.
-    `agent.request()` is what to send; `agent.take(response)` reads the answer back."""
+    `agent.request()` is what to send; `agent.take(response)` reads the answer back. `compactions`
+    and `turns` say how far the case had played when it was asked (a `probe_at` fact is asked
+    before the conversation ends)."""
 
     fact: Probe
     agent: Agent
+    compactions: int
+    turns: int
+
+    @property
+    def history(self) -> list[Message]:
+        """What the agent held when asked: its messages before the probe question."""
+        return self.agent.messages[:-1]
 
 
 class CaseRunner:
@@ -94,8 +111,7 @@ class CaseRunner:
         settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent, spec.summary_max_tokens,
                                       spec.unit, spec.summary_transcript_chars, spec.summary_layout,
                                       prompt.id if prompt else None)
-        # A strategy that never compacts runs with no budget (limit None), so this is never called.
-        strategy = self.ev.strategy(case.strategy).compact or compact
+        strategy = self.ev.strategy(case.strategy).compact  # None: the history is never compacted
         tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result))
                               for t in scenario.tools])
         # Repeats are samples only at temperature > 0 (else they collapse): each gets its own
@@ -127,19 +143,32 @@ class CaseRunner:
         row = CaseRow(case=case.id, scenario=case.scenario, strategy=case.strategy, budget=case.budget,
                       prompt=case.prompt, prompt_hash=prompt and prompt.hash, repeat=case.repeat,
                       model=self.client.identity, unit=self.ev.spec.unit)
-        played = PlayedCase(case, row, None, None, [], [], [turn.user for turn in scenario.turns])
+        played = PlayedCase(case, row, None, None, [], [])
+        asked_before = {f.probe_at: [] for f in self.facts[case.scenario]}
+        for fact in self.facts[case.scenario]:
+            asked_before[fact.probe_at].append(fact)
         try:
             played.limit = case.budget and resolve_limit(case.budget, self.scripted_size(scenario))
             agent = self._agent(case, scenario, played.limit)
             if self.ev.strategy(case.strategy).uses_history:
                 for index, turn in enumerate(scenario.turns):
-                    self._compact(agent, index, played)
+                    agent.settings = replace(agent.settings, recorded_summary=turn.recorded_summary)
+                    # Compaction runs between user turns (the seed's rule), before every step of a
+                    # tool loop with `cut: steps`, and wherever an imported log's agent compacted.
+                    if not turn.continues or agent.settings.cut == "steps" or turn.recorded_summary is not None:
+                        self._compact(agent, index, played)
+                    for fact in asked_before.get(index, []):  # what was the agent about to do?
+                        played.early[fact.fact_id] = self._probe_request(agent, fact, played)
                     if turn.assistant is None:
                         agent.messages.append({"role": "user", "content": turn.user})
+                        played.starts.append(agent.messages[-1])
                         agent.respond()
                     else:
-                        agent.messages += turn.messages(index)
+                        added = turn.messages(index)
+                        played.starts.append(added[0])
+                        agent.messages += added
                 # The compaction the agent would run before the next user line (the probe).
+                agent.settings = replace(agent.settings, recorded_summary=None)
                 self._compact(agent, len(scenario.turns), played)
         except RECORDED_ERRORS as exc:
             played.error = describe_error(exc)
@@ -153,7 +182,7 @@ class CaseRunner:
         seen = len(agent.events)
         agent.compact()
         for event in agent.events[seen:]:
-            verbatim_from = first_verbatim_turn(agent.messages, played.lines[:turn])
+            verbatim_from = first_verbatim_turn(agent.messages, played.starts[:turn])
             played.compactions.append(CompactionRecord(**asdict(played.row), before_turn=turn,
                                                        first_verbatim_turn=verbatim_from, event=event))
             if event.folded_messages:
@@ -183,16 +212,19 @@ class CaseRunner:
     # --- step 2: the probe requests --------------------------------------------------------
 
     def probe_requests(self, played: PlayedCase) -> list[ProbeRequest]:
-        """One request per probed fact, each from its own copy of the case's history."""
-        requests = []
-        for fact in self.facts[played.case.scenario]:
-            agent = played.agent.fork()
-            agent.max_tokens = self.ev.spec.probe.max_tokens
-            if getattr(self.client, "prompt_caching", False):
-                agent.messages = with_cache_breakpoint(agent.messages)
-            agent.messages.append({"role": "user", "content": fact.question})
-            requests.append(ProbeRequest(fact, agent))
-        return requests
+        """One request per probed fact, each from its own copy of the case's history: as it stood
+        when the fact is asked (`probe_at`), else at the end."""
+        return [played.early.get(fact.fact_id) or self._probe_request(played.agent, fact, played)
+                for fact in self.facts[played.case.scenario]]
+
+    def _probe_request(self, agent: Agent, fact: Probe, played: PlayedCase) -> ProbeRequest:
+        fork = agent.fork()
+        fork.strategy = None  # a probe measures the history as it is: no compaction while answering it
+        fork.max_tokens = self.ev.spec.probe.max_tokens
+        if getattr(self.client, "prompt_caching", False):
+            fork.messages = with_cache_breakpoint(fork.messages)
+        fork.messages.append({"role": "user", "content": fact.question})
+        return ProbeRequest(fact, fork, len(played.compactions), len(played.starts))
 
     def ask(self, request: ProbeRequest) -> tuple[str | None, str | None, Usage]:
         """Send one probe request now: the answer or the error that stopped it, and its cost."""
@@ -223,6 +255,7 @@ class CaseRunner:
             return record
         record.answer, record.verdict = answer, verdict(answer, fact.target)
         record.f1 = fact.target.matcher.score(answer, expected)
+        record.extras = fact.target.matcher.extras(answer, expected)
         record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
         record.cache_read_tokens, record.latency_s, record.cached = usage.cache_read_tokens, usage.latency_s, usage.cached
         if self.judge is not None and record.verdict == "forgot" and expected is not None:
@@ -236,18 +269,25 @@ class CaseRunner:
         return record
 
     def _locate(self, record: ProbeRecord, played: PlayedCase, fact: Probe) -> None:
-        """Where the fact was when probed: still verbatim, in the last summary, or gone."""
+        """Where the fact was when probed: still verbatim (its turn is, or the value came back in a
+        later one: the agent reopened the file), in the last summary, or gone."""
         if not self.ev.strategy(played.case.strategy).uses_history:
             record.location, record.compactions = "none", 0
             return
         expected = fact.target.expected
-        summaries = [c.event.summary for c in played.compactions if c.event.summary is not None]
-        record.compactions = sum(1 for c in played.compactions
+        history, compacted, turns = played.when_asked(fact)
+        compactions = played.compactions[:compacted]
+        summaries = [c.event.summary for c in compactions if c.event.summary is not None]
+        record.compactions = sum(1 for c in compactions
                                  if c.event.folded_messages and c.first_verbatim_turn > fact.changed_turn)
         record.in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
-        folds = [c.event for c in played.compactions if c.event.folded_messages]
+        folds = [c.event for c in compactions if c.event.folded_messages]
         unidentified = bool(folds) and folds[-1].summary is None and folds[-1].replaced_with > 0
-        if fact.changed_turn >= first_verbatim_turn(played.agent.messages, played.lines):
+        starts = played.starts[:turns]
+        first = next((i for i, m in enumerate(history) if m in starts), len(history))
+        verbatim = "\n".join(map(render_message, history[first:]))  # what follows the summary, as played
+        seen_again = expected is not None and states(verbatim, expected, within=True)
+        if fact.changed_turn >= first_verbatim_turn(history, starts) or seen_again:
             record.location = "verbatim"
         elif unidentified:  # replaced by something with no text to check: never blame a summary unseen
             record.location, record.in_summary = "unknown", None

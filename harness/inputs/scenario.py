@@ -73,9 +73,12 @@ class Value(_Strict):
         default=None, description="A case-insensitive regex that also counts (the `regex` module's syntax).")
     tolerance: StrictFloat | None = Field(default=None, ge=0, allow_inf_nan=False,
                                     description="Absolute tolerance for numeric answers.")
+    items: list[Text] = Field(default=[], description="With match: set, the members of the set (files modified, "
+                                                      "commands run); an answer gets credit for the share it names.")
 
     def expectation(self, matcher: Matcher = ExactMatch(), constraint: bool = False) -> Expectation:
-        return Expectation(self.answer or "", tuple(self.aliases), self.regex, self.tolerance, matcher, constraint)
+        return Expectation(self.answer or "", tuple(self.aliases), self.regex, self.tolerance, matcher, constraint,
+                           tuple(self.items))
 
 
 class Fact(Value):
@@ -91,8 +94,10 @@ class Fact(Value):
         default=[], description="Near-miss values (also in the conversation); stating one is not recall.")
     match: Literal[tuple(MATCHERS)] = Field(
         default="exact", description="exact: normalised phrase match; f1: token F1 for free-form answers; "
-                                     "locomo: the LoCoMo benchmark's own scoring (needs `category`).")
-    f1_threshold: StrictFloat = Field(default=0.5, gt=0, le=1, description="With match: f1 or locomo, the F1 that counts.")
+                                     "locomo: the LoCoMo benchmark's own scoring (needs `category`); set: the share "
+                                     "of `items` named, with partial credit.")
+    f1_threshold: StrictFloat = Field(default=0.5, gt=0, le=1, description="With match: f1, locomo or set, the score "
+                                                                            "that counts as recall.")
     category: StrictInt | None = Field(default=None, ge=1, le=5, description="With match: locomo, the LoCoMo QA category "
                                                                       "(1-5) whose scoring applies.")
     expect: Literal["answer", "abstain"] = Field(
@@ -101,6 +106,9 @@ class Fact(Value):
         default=[], description="With expect: abstain, tempting wrong answers, scored `confabulated`.")
     literal: bool = Field(default=True, description="false: the answer paraphrases the conversation, "
                                                     "so validation does not look for it in the planting turn.")
+    probe_at: StrictInt | None = Field(
+        default=None, ge=1, description="Ask the probe before this turn is played (after its compaction) instead of "
+                                        "after the conversation: what the agent was about to do next.")
     constraint: bool | None = Field(
         default=None, description="true: the value is the object of a prohibition ('we never deploy on Fridays'), so "
                                   "an answer restating the prohibition is recall; unset: detected from the planting "
@@ -108,6 +116,10 @@ class Fact(Value):
 
     @model_validator(mode="after")
     def _answer_unless_abstaining(self) -> Fact:
+        if (self.match == "set") != bool(self.items):
+            raise ValueError("`items` go with `match: set`, and it needs them")
+        if self.match == "set" and self.answer is None:
+            self.answer = ", ".join(self.items)  # how the set reads in reports
         if self.expect == "answer" and self.answer is None:
             raise ValueError("`answer` is required unless `expect: abstain`")
         if (self.match == "locomo") != (self.category is not None):
@@ -149,16 +161,16 @@ class ToolCall(_Strict):
 
 
 class Reply(_Strict):
-    """A scripted assistant reply: text, then optional tool calls and the text after them."""
+    """A scripted assistant reply: text, then optional tool calls and the text after them. Without
+    `final`, the agent's tool loop goes on in the next turn, a continuation (no user line)."""
 
     text: Text | None = None
     tool_calls: list[ToolCall] = []
-    final: Text | None = Field(default=None, description="The reply after the tool results.")
+    final: Text | None = Field(default=None, description="The reply after the tool results; leave it out when the "
+                                                         "next turn continues the tool loop.")
 
     @model_validator(mode="after")
     def _complete(self) -> Reply:
-        if self.tool_calls and self.final is None:
-            raise ValueError("a reply with tool_calls needs `final`, the text after the tool results")
         if not self.tool_calls and self.final is not None:
             raise ValueError("`final` only follows tool_calls; put the reply in `text`")
         if self.text is None and not self.tool_calls:
@@ -171,15 +183,24 @@ def _reply_shorthand(value: Any) -> Any:
 
 
 class Turn(_Strict):
-    user: Text = Field(description="What the user types.")
+    user: Text | None = Field(default=None, description="What the user types; absent: a continuation, the next "
+                                                        "step of the agent's tool loop after the previous turn's.")
     assistant: Annotated[Reply | None, BeforeValidator(_reply_shorthand, json_schema_input_type=str | Reply | None)] = Field(
         default=None, description="Scripted reply (a string, or text/tool_calls/final); absent: the agent answers live.")
+    recorded_summary: Text | None = Field(
+        default=None, description="Imported logs: the summary the logged agent compacted its history to before this "
+                                  "turn (the `recorded` strategy and `cut: recorded` compact here).")
     facts: list[Fact] = []
     supersedes: list[Supersession] = []
 
+    @property
+    def continues(self) -> bool:
+        """A continuation: the agent's next tool step, with no user line before it."""
+        return self.user is None
+
     def text(self) -> str:
         """Everything this turn puts in the history before the model says anything live."""
-        parts = [self.user]
+        parts = [self.user or ""]
         if reply := self.assistant:
             parts += [reply.text or "", *(c.result for c in reply.tool_calls), reply.final or ""]
         return "\n".join(parts)
@@ -187,7 +208,7 @@ class Turn(_Strict):
     def messages(self, index: int) -> list[dict[str, Any]]:
         """The Messages API messages this turn adds to the history, as turn `index` of its
         scenario; a live turn adds only its user line here (the agent adds its reply)."""
-        messages: list[dict[str, Any]] = [{"role": "user", "content": self.user}]
+        messages: list[dict[str, Any]] = [] if self.continues else [{"role": "user", "content": self.user}]
         reply = self.assistant
         if reply is None:
             return messages
@@ -199,7 +220,8 @@ class Turn(_Strict):
             messages.append({"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": i, "content": c.result, **({"is_error": True} if c.is_error else {})}
                 for i, c in zip(ids, reply.tool_calls)]})
-            messages.append({"role": "assistant", "content": [{"type": "text", "text": reply.final}]})
+            if reply.final is not None:
+                messages.append({"role": "assistant", "content": [{"type": "text", "text": reply.final}]})
         return messages
 
 
@@ -235,6 +257,7 @@ class Probe:
     subject: str | None = None
     values: tuple[tuple[int, Expectation], ...] = ()  # (turn, value) in order; the last is the target's
     constraint: bool = False  # a negative constraint: restating the prohibition is recall
+    probe_at: int | None = None  # asked before this turn is played; None: after the conversation
 
     def value_before(self, turn: int) -> tuple[int, Expectation] | None:
         """The value the fact had before `turn` (and the turn that set it), if it was planted by then."""
@@ -261,6 +284,7 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
     planted: dict[str, int] = {}
     exact: set[str] = set()  # facts scored by phrase, whose later values must be distinctive too
     for t, turn in enumerate(scenario.turns):
+        _check_sequence(doc, scenario, t)
         for c, call in enumerate(turn.assistant.tool_calls if turn.assistant else []):
             if call.tool not in tool_names:
                 raise doc.error(("turns", t, "assistant", "tool_calls", c, "tool"),
@@ -273,8 +297,14 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
             planted[fact.id] = t
             if fact.match == "exact":
                 exact.add(fact.id)
+            if fact.probe_at is not None and not t < fact.probe_at < len(scenario.turns):
+                raise doc.error(loc + ("probe_at",), f"turn {fact.probe_at} is not a later turn of this scenario "
+                                                     f"(turns {t + 1} to {len(scenario.turns) - 1})")
+            # A set's items are planted up to this turn; what the agent did next is in the turn it is asked before.
+            text = ("\n".join(u.text() for u in scenario.turns[:t + 1]) if fact.match == "set" else
+                    scenario.turns[fact.probe_at].text() if fact.probe_at is not None else turn.text())
             try:
-                _check_fact(doc, loc, fact, turn.text(), where)
+                _check_fact(doc, loc, fact, text, where if fact.probe_at is None else f"turn {fact.probe_at}")
             except ScoringError as exc:
                 raise doc.error(loc + ("regex",), f"{exc} on this turn (catastrophic backtracking)") from None
         for s, change in enumerate(turn.supersedes):
@@ -285,6 +315,26 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
                 _check_distinctive(doc, loc, {"answer": [change.answer], "aliases": change.aliases})
             if not states(turn.text(), change.expectation(), within=True):
                 raise doc.error(loc + ("answer",), f"{change.answer!r} does not occur in {where}")
+
+
+def _check_sequence(doc: LocatedYaml, scenario: Scenario, t: int) -> None:
+    """A continuation (no user line) only goes on a tool loop: it follows a reply that called
+    tools and said nothing after them, and it is scripted; such a reply is followed by one."""
+    turn, before = scenario.turns[t], scenario.turns[t - 1] if t else None
+    open_loop = bool(before and before.assistant and before.assistant.tool_calls and before.assistant.final is None)
+    if turn.continues and not open_loop:
+        raise doc.error(("turns", t, "user"), "required field is missing (a turn without a user line continues a "
+                                              "tool loop: the previous reply must end with tool_calls and no final)")
+    if turn.continues and turn.assistant is None:
+        raise doc.error(("turns", t, "assistant"), "a continuation turn needs its scripted `assistant` step")
+    if open_loop and not turn.continues:
+        raise doc.error(("turns", t - 1, "assistant"), "a reply with tool_calls needs `final`, the text after the "
+                                                       "tool results, unless the next turn continues the tool loop "
+                                                       "(a turn without `user`)")
+    if t == len(scenario.turns) - 1 and turn.assistant and turn.assistant.tool_calls and turn.assistant.final is None:
+        raise doc.error(("turns", t, "assistant"), "the last turn's reply needs `final` after its tool_calls")
+    if t == 0 and turn.recorded_summary is not None:
+        raise doc.error(("turns", 0, "recorded_summary"), "no compaction can come before the first turn")
 
 
 def _check_fact(doc: LocatedYaml, loc: Loc, fact: Fact, text: str, where: str) -> None:
@@ -350,5 +400,5 @@ def probes(scenario: Scenario) -> list[Probe]:
         history_values = tuple((t, v.expectation(matcher)) for t, v in values[:-1]) + (
             ((changed, expected),) if expected else ())
         result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target,
-                            fact.subject, history_values, constraint))
+                            fact.subject, history_values, constraint, fact.probe_at))
     return result

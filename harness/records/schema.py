@@ -80,7 +80,8 @@ class ProbeRecord(CaseRow):
     compactions: int | None = None  # compactions that folded the fact
     in_summary: bool | None = None  # the last summary states the value; None: no summary
     answer: str | None = None
-    f1: float | None = None  # the matcher's graded score (token F1 for `match: f1`), else None
+    f1: float | None = None  # the matcher's graded score (token F1 for `match: f1`, the share named for `set`)
+    extras: int | None = None  # `match: set`: paths the answer names that are none of the items
     judge: bool | None = None  # the judge's word on an answer the matcher scored `forgot`
     input_tokens: int | None = None
     output_tokens: int | None = None

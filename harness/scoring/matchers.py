@@ -30,6 +30,10 @@ class Matcher(Protocol):
         """A graded score recorded beside the verdict (`expectation` None: abstaining is right), or
         None when the matcher has none."""
 
+    def extras(self, answer: str, expectation: Expectation | None) -> int | None:
+        """How many things the answer names that are not part of the fact (items never touched, for
+        a set), or None when the matcher does not count them."""
+
 
 @dataclass(frozen=True)
 class Expectation:
@@ -41,6 +45,7 @@ class Expectation:
     tolerance: float | None = None  # absolute, for numeric answers
     matcher: Matcher = field(default_factory=lambda: ExactMatch())
     constraint: bool = False  # a prohibition ("never deploy on Fridays"): restating it is recall
+    items: tuple[str, ...] = ()  # a set fact's members (match: set)
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -82,6 +87,9 @@ class ExactMatch:
     def score(self, answer: str, expectation: Expectation | None) -> float | None:
         return None
 
+    def extras(self, answer: str, expectation: Expectation | None) -> int | None:
+        return None
+
 
 @dataclass(frozen=True)
 class TokenF1:
@@ -95,6 +103,9 @@ class TokenF1:
 
     def score(self, answer: str, expectation: Expectation | None) -> float | None:
         return _best(token_f1, answer, expectation) if expectation else None
+
+    def extras(self, answer: str, expectation: Expectation | None) -> int | None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -119,6 +130,9 @@ class LocomoF1:
             return float(any(phrase in answer.lower() for phrase in LOCOMO_NO_ANSWER))
         return max(self._against(answer, value) for value in expectation.values)
 
+    def extras(self, answer: str, expectation: Expectation | None) -> int | None:
+        return None
+
     def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
         if not within:
             return self.score(text, expectation) >= self.threshold
@@ -127,11 +141,49 @@ class LocomoF1:
                    for words in map(locomo_tokens, expectation.values) if words)
 
 
+# A file path as an answer names one: a file name with an extension, or a path with a slash.
+_PATH = re.compile(r"[\w.-]*/[\w./-]+|[\w-]+\.[A-Za-z][\w]{0,5}\b")
+
+
+@dataclass(frozen=True)
+class SetMatch:
+    """`match: set`: a fact that is a set (the files an agent modified, the commands it ran). A text
+    gets credit for the share of the items it names (a path also by its file name), affirmed in an
+    answer; it states the fact at `threshold`. Paths an answer names that are not items (files never
+    touched) are counted apart (`extras`)."""
+
+    threshold: float = 0.5
+
+    def share(self, text: str, expectation: Expectation, within: bool = False) -> float:
+        said = (lambda value: mentions(text, value)) if within else (lambda value: affirms(text, value))
+        named = [any(said(form) for form in _forms(item)) for item in expectation.items]
+        return sum(named) / len(named) if named else 0.0
+
+    def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
+        return self.share(text, expectation, within) >= self.threshold
+
+    def score(self, answer: str, expectation: Expectation | None) -> float | None:
+        return self.share(answer, expectation) if expectation else None
+
+    def extras(self, answer: str, expectation: Expectation | None) -> int | None:
+        if expectation is None:
+            return None
+        known = {normalize(form) for item in expectation.items for form in _forms(item)}
+        return len({normalize(p) for p in _PATH.findall(answer)} - known)
+
+
+def _forms(item: str) -> list[str]:
+    """How an answer may name an item: as written, or a path by its file name."""
+    name = item.rstrip("/").rsplit("/", 1)[-1]
+    return [item, name] if name != item and "." in name else [item]
+
+
 # A fact's `match:` names its matcher, built from the fact's own settings (such as `f1_threshold`).
 MATCHERS: dict[str, Callable[[Any], Matcher]] = {
     "exact": lambda fact: ExactMatch(),
     "f1": lambda fact: TokenF1(fact.f1_threshold),
     "locomo": lambda fact: LocomoF1(fact.category, fact.f1_threshold),
+    "set": lambda fact: SetMatch(fact.f1_threshold),
 }
 
 
