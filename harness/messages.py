@@ -29,6 +29,15 @@ def content_text(content: str | list[dict[str, Any]], separator: str = "\n") -> 
     return separator.join(parts)
 
 
+def strings_in(value: Any) -> list[str]:
+    """Every string inside a tool call's input (nested lists and objects included), in order: the
+    path an edit names and the command a shell runs are in the history as much as its output."""
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [text for item in items for text in strings_in(item)]
+
+
 def first_text(content: list[dict[str, Any]]) -> str | None:
     """The first text block's text (a summary reply's summary), or None when there is none."""
     return next((block["text"] for block in content if block.get("type") == "text"), None)

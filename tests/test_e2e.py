@@ -266,3 +266,28 @@ def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, 
                 for case in {r["case"] for r in records})
     assert live >= 1 and 2 <= manifest["waves"] <= chain and manifest["waves"] * 3 < len(server.submitted)
     assert compactions[0]["summary"]
+
+
+def test_the_agent_eval_on_the_embedded_model(tmp_path, capsys):
+    """evals/agent.yaml as shipped: imported agent logs and generated coding sessions compacted
+    inside their tool loops (cut: steps) by two prompts on the embedded model, and the hand-written
+    Claude Code log's own recorded summary (no model call: its retention is known exactly)."""
+    root = Path(__file__).parents[1]
+    assert main(["run", str(root / "evals" / "agent.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "Summary retention by fact kind" in out and "facts stated per 1,000 summary tokens" in out
+    run_dir = next((tmp_path / "r" / "runs").iterdir())
+    retention = read_jsonl(run_dir / "retention.jsonl")
+    assert all(r["error"] is None for r in retention)
+    summary = [r for r in retention if r["strategy"] == "summary"]
+    assert {"recall", "artifact", "continuation", "decision", "constraint"} <= {r["kind"] for r in summary}
+    assert {r["prompt"] for r in summary} == {"seed", "facts-first"}
+    # The recorded summary states the task, the prohibition, the error and the file; not the count.
+    recorded = {r["fact"]: r["retained"] for r in retention if r["strategy"] == "recorded"}
+    assert recorded == {"task": True, "constraint-1": True, "first-error": True, "first-failures": False,
+                        "files-changed": True}
+    # Every generated session (one user line, 24 tool steps) compacted inside its tool loop.
+    compactions = read_jsonl(run_dir / "compactions.jsonl")
+    inside = {c["scenario"] for c in compactions if c["scenario"].startswith("coding-") and c["before_turn"] > 0
+              and c["summary"]}
+    assert inside == {f"coding-1-00{n}" for n in range(4)}

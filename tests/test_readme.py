@@ -6,13 +6,16 @@ import shlex
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.cli import build_parser, main
+from harness.inputs.importers.agent_logs import OverlayFact
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
 BLOCKS = re.findall(r"```(\w*)\n(.*?)```", README, re.DOTALL)
-YAML = [text for kind, text in BLOCKS if kind == "yaml"]
+YAML = [text for kind, text in BLOCKS if kind == "yaml" and not text.startswith("facts:")]
+OVERLAYS = [text for kind, text in BLOCKS if kind == "yaml" and text.startswith("facts:")]
 COMMANDS = [line for kind, text in BLOCKS if kind == "sh" for line in text.splitlines()
             if line.strip().startswith("harness ")]
 
@@ -30,6 +33,12 @@ def test_every_yaml_block_validates(text, tmp_path, capsys):
     path = tmp_path / "evals" / "example.yaml"
     path.write_text(text)
     assert main(["validate", str(path), "--results", str(tmp_path / "results")]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", OVERLAYS)
+def test_every_overlay_block_holds_valid_facts(text):
+    for fact in yaml.safe_load(text)["facts"]:
+        OverlayFact.model_validate(fact)
 
 
 @pytest.mark.parametrize("line", COMMANDS)

@@ -96,10 +96,13 @@ def units(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def pair_units(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str, metric: str,
                key: list[str] = PAIR_KEY) -> Comparison:
-    """Units of A and B paired on `key` (by default the same fact, budget, strategy and repeat)."""
+    """Units of A and B paired on `key` (by default the same fact, budget, strategy and repeat). A
+    side with no budget (the `recorded` or `none` strategy) pairs with the other at each of its budgets."""
     left, right = a.copy(), b.copy()
     for side in (left, right):
         side["budget"] = side["budget"].astype("object").fillna("-")
+    if "budget" in key and any(len(side) and (side["budget"] == "-").all() for side in (left, right)):
+        key = [k for k in key if k != "budget"]
     pairs = left.merge(right, on=key, suffixes=("_a", "_b"))
     pairs = pairs.rename(columns={f"{k}_b": k for k in PAIR_KEY if k not in key})
     pairs = pairs.rename(columns={"value_a": "hit_a", "value_b": "hit_b"})

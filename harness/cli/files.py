@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError, plural
+from ..inputs.importers import AGENT_FORMATS
 from .common import EXIT_ERROR, EXIT_OK, writable_folder
 
 
@@ -95,22 +96,49 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    writable_folder(args.out, "--out")
+    if args.format == "locomo":
+        return _import_locomo(args)
+    from ..inputs.importers.agent_logs import Options, import_logs
+
+    options = Options(args.max_tool_output, not args.no_redact, args.facts, args.every)
+    imported = import_logs(args.format, args.files, args.out, options)
+    for result in imported:
+        print("\n".join(result.summary()))
+    print(f"wrote {plural(len(imported), 'scenario')} to {args.out}; next: `harness validate {args.out}/*.yaml`, "
+          "then an eval over them (see the README's agent sessions)")
+    return EXIT_OK
+
+
+def _import_locomo(args: argparse.Namespace) -> int:
     from ..inputs.importers.locomo import import_locomo
     from ..inputs.scenario import probes
 
-    writable_folder(args.out, "--out")
-    for path, scenario, notes in import_locomo(args.file, args.out, strict=args.strict):
-        facts = probes(scenario)
-        kinds = collections.Counter(f.kind for f in facts)
-        print(f"{path}: {plural(len(scenario.turns), 'turn')}, {plural(len(facts), 'fact')} "
-              f"({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}), "
-              f"{plural(len(notes), 'item')} left out")
-        for note in notes:
-            print(f"  {note}")
+    for file in args.files:
+        for path, scenario, notes in import_locomo(file, args.out, strict=args.strict):
+            facts = probes(scenario)
+            kinds = collections.Counter(f.kind for f in facts)
+            print(f"{path}: {plural(len(scenario.turns), 'turn')}, {plural(len(facts), 'fact')} "
+                  f"({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}), "
+                  f"{plural(len(notes), 'item')} left out")
+            for note in notes:
+                print(f"  {note}")
     return EXIT_OK
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    if args.source is not None:
+        return _variants(args)
+    if args.kind == "coding":
+        from ..inputs.generators.coding import Options as CodingOptions, generate as generate_coding
+
+        try:
+            paths = generate_coding(CodingOptions(args.scenarios, args.steps, seed=args.seed), args.out)
+        except ValueError as exc:
+            raise InputError("harness generate", str(exc)) from None
+        print(f"wrote {plural(len(paths), 'coding session')} of {plural(args.steps, 'tool step')} to {args.out} "
+              f"(seed {args.seed})")
+        return EXIT_OK
     from ..inputs.generators.chat import Options, generate, parse_filler
 
     try:
@@ -121,6 +149,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise InputError("harness generate", str(exc)) from None
     print(f"wrote {plural(len(paths), 'scenario')} of {plural(args.facts, 'fact')} to {args.out} (seed {args.seed})")
+    return EXIT_OK
+
+
+def _variants(args: argparse.Namespace) -> int:
+    from ..inputs.generators.variants import generate_variants
+
+    if args.variants < 1:
+        raise InputError("harness generate", f"--variants {args.variants}: at least 1")
+    paths, values, kept = generate_variants(args.source, args.variants, args.seed, args.out)
+    print(f"wrote {plural(len(paths), 'variant')} of {args.source} to {args.out}: {plural(values, 'value')} re-drawn "
+          f"in each, everywhere they occur" + (f"; kept as they are (paraphrased or regex facts): {', '.join(kept)}"
+                                               if kept else ""))
+    print("  variants share the session's structure: they add values, not sessions (see `harness generate --help`)")
     return EXIT_OK
 
 
@@ -155,17 +196,38 @@ def register(commands) -> None:
     schema.add_argument("kind", nargs="?", choices=["scenario", "eval"], default="scenario")
     schema.set_defaults(handler=cmd_schema)
 
-    importer = commands.add_parser("import", help="convert a public benchmark into scenario files")
-    importer.add_argument("format", choices=["locomo"])
-    importer.add_argument("file", type=Path, help="a LoCoMo JSON file (one conversation, or the list of samples)")
+    importer = commands.add_parser("import", help="convert agent logs or a public benchmark into scenario files",
+                                   description="Agent logs: claude-code (session .jsonl), codex (rollout .jsonl), "
+                                               "swe-agent (.traj), mini-swe-agent (.traj.json), openai (chat messages: "
+                                               ".json or .jsonl). Benchmark: locomo (LoCoMo JSON).")
+    importer.add_argument("format", choices=["locomo", *AGENT_FORMATS])
+    importer.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the logs (or LoCoMo files) to import")
     importer.add_argument("--out", type=Path, required=True, help="folder for the scenario files")
+    importer.add_argument("--max-tool-output", type=int, metavar="CHARS",
+                          help="cut tool outputs longer than this (default: kept whole, as compaction meets them)")
+    importer.add_argument("--no-redact", action="store_true",
+                          help="keep secrets (API keys, tokens, passwords, private keys) as the log has them")
+    importer.add_argument("--facts", type=Path, metavar="OVERLAY",
+                          help="a YAML file of facts added by hand (decisions, say): `facts:` each with its `turn`")
+    importer.add_argument("--every", type=int, default=4, metavar="STEPS",
+                          help="ask what the agent was about to do every this many tool steps (default 4)")
     importer.add_argument("--strict", action="store_true",
-                          help="an item whose evidence cannot be found is an error (default: left out and listed)")
+                          help="locomo: an item whose evidence cannot be found is an error (default: left out, listed)")
     importer.set_defaults(handler=cmd_import)
 
-    generate = commands.add_parser("generate", help="write seeded synthetic scenarios built for statistical power")
+    generate = commands.add_parser(
+        "generate", help="write seeded synthetic scenarios built for statistical power",
+        description="Chats of planted facts (--kind chat), coding-agent sessions (--kind coding), or variants of one "
+                    "scenario (--from FILE --variants N): each fact's value re-drawn everywhere it occurs, the rest "
+                    "kept. Variants share their source's structure (turns, tool outputs, cut points): they add "
+                    "values to remember, not independent sessions.")
     generate.add_argument("--out", type=Path, required=True, help="folder for the scenario files")
+    generate.add_argument("--kind", choices=["chat", "coding"], default="chat", help="what to generate (default chat)")
     generate.add_argument("--scenarios", type=int, default=20, help="how many scenarios (default 20)")
+    generate.add_argument("--steps", type=int, default=30, help="coding: tool steps per session (default 30)")
+    generate.add_argument("--from", dest="source", type=Path, metavar="FILE",
+                          help="a scenario (an imported session, say) to write variants of")
+    generate.add_argument("--variants", type=int, default=5, help="with --from: how many variants (default 5)")
     generate.add_argument("--facts", type=int, default=12, help="facts per scenario (default 12)")
     generate.add_argument("--filler", default="400",
                           help="neutral text between facts: characters (400) or exchanges (3turns); default 400")

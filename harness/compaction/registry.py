@@ -22,13 +22,14 @@ class StrategySpec:
     uses_budget: bool
     uses_prompt: bool
     uses_history: bool = True  # False: probes are asked with no conversation at all
+    needs_recorded: bool = False  # compacts only where an imported log's agent did
 
 
 STRATEGIES = {spec.name: spec for spec in (
     StrategySpec("summary", compact, uses_budget=True, uses_prompt=True),
     StrategySpec("truncate", truncate, uses_budget=True, uses_prompt=False),
     # An imported log's own compactions, at its own cut points: no budget, no prompt, no model call.
-    StrategySpec("recorded", recorded, uses_budget=False, uses_prompt=False),
+    StrategySpec("recorded", recorded, uses_budget=False, uses_prompt=False, needs_recorded=True),
     StrategySpec("none", None, uses_budget=False, uses_prompt=False),
     StrategySpec("no-history", None, uses_budget=False, uses_prompt=False, uses_history=False),
 )}

@@ -26,13 +26,18 @@ class Case:
 
 
 def plan_cases(ev: Eval) -> list[Case]:
-    """Each strategy runs only over the dimensions it depends on (no-history ignores budgets)."""
+    """Each strategy runs only over the dimensions it depends on (no-history ignores budgets), and
+    on the scenarios where it can compact (the log's own cut points need a log that has some)."""
     cases = []
     for scenario in ev.scenarios:
+        has_recorded = any(turn.recorded_summary for turn in scenario.turns)
         for repeat in range(ev.repeats):
             for strategy in map(ev.strategy, ev.spec.strategies):
                 if not ev.spec.probes and strategy.compact is None:
                     continue  # without probes only compactions are measured, and these never compact
+                at_recorded_points = strategy.needs_recorded or (ev.spec.cut == "recorded" and strategy.compact)
+                if at_recorded_points and not has_recorded:
+                    continue
                 for budget in ev.spec.budgets if strategy.uses_budget else [None]:
                     for prompt in ev.prompts if strategy.uses_prompt else [None]:
                         cases.append(Case(scenario.id, strategy.name, budget, prompt and prompt.id, repeat))

@@ -14,9 +14,9 @@ from ..compaction.seed import CompactionSettings, TranscriptTooLarge, measure
 from ..messages import Message, render_message
 from ..inputs.evalfile import Prompt
 from ..inputs.scenario import Probe, Scenario, probes
-from ..models.client import ModelError, Usage
-from ..records.schema import CaseRow, CompactionEvent, CompactionRecord, ProbeRecord, RetentionRecord
-from ..scoring.matchers import ScoringError, states, states_about
+from ..models.client import ContextOverflow, ModelError, Usage
+from ..records.schema import OVERFLOWED, CaseRow, CompactionEvent, CompactionRecord, ProbeRecord, RetentionRecord
+from ..scoring.matchers import ScoringError, SetMatch, states, states_about
 from ..scoring.verdict import verdict
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
 from .cases import Case, first_verbatim_turn, probed_facts, resolve_limit
@@ -110,7 +110,7 @@ class CaseRunner:
         prompt = self.prompts.get(case.prompt)
         settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent, spec.summary_max_tokens,
                                       spec.unit, spec.summary_transcript_chars, spec.summary_layout,
-                                      prompt.id if prompt else None)
+                                      prompt.id if prompt else None, spec.cut)
         strategy = self.ev.strategy(case.strategy).compact  # None: the history is never compacted
         tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result))
                               for t in scenario.tools])
@@ -200,13 +200,17 @@ class CaseRunner:
             if current is None or current[0] >= verbatim_from:
                 continue  # not planted yet, or its current value is still verbatim
             value_turn, expected = current
+            credit = None
             if event.summary is not None:
                 retained = states_about(event.summary, expected, fact.subject, self.subjects[row.scenario])
+                if isinstance(expected.matcher, SetMatch):
+                    credit = expected.matcher.share(event.summary, expected, within=True)
             else:  # dropped outright (truncate): not retained; replaced by text-less messages: unknown
                 retained = False if event.replaced_with == 0 else None
+                credit = 0.0 if retained is False and isinstance(expected.matcher, SetMatch) else None
             records.append(RetentionRecord(**asdict(row), compaction=index, before_turn=turn, fact=fact.fact_id,
                                            kind=fact.kind, value_turn=value_turn, expected=expected.answer,
-                                           retained=retained))
+                                           retained=retained, credit=credit))
         return records
 
     # --- step 2: the probe requests --------------------------------------------------------
@@ -241,12 +245,12 @@ class CaseRunner:
         """The probe record of one answer (or of the error that replaced it): where the fact was
         at probe time, the verdict, and the judge's word on a `forgot`."""
         expected = fact.target.expected
+        error = error or played.error
         record = ProbeRecord(**asdict(played.row), fact=fact.fact_id, kind=fact.kind, question=fact.question,
                              planted_turn=fact.planted_turn,
                              changed_turn=fact.changed_turn, superseded=fact.changed_turn != fact.planted_turn,
                              literal=fact.literal, constraint=fact.constraint, expected=expected and expected.answer,
-                             verdict="error",
-                             error=error)
+                             verdict="overflow" if error and error.startswith(OVERFLOWED) else "error", error=error)
         if played.error:
             return record
         record.limit = played.limit
@@ -304,5 +308,7 @@ def _returns(result: str):
 
 def describe_error(exc: Exception) -> str:
     # A plain ModelError already names the SDK error it wraps; SDK messages carry status and
-    # body, never the API key.
+    # body, never the API key. A context overflow says so first: it is its own outcome.
+    if isinstance(exc, ContextOverflow):
+        return f"{OVERFLOWED}: {exc}"[:500]
     return (str(exc) if type(exc) is ModelError else f"{type(exc).__name__}: {exc}")[:500]

@@ -112,6 +112,11 @@ class EvalFile(BaseModel):
         default=None, ge=1000, description="Longest transcript per summary request; longer ones fold in chunks. "
                                            "Set it to fit the model's context window.")
     reply_max_tokens: StrictInt = Field(default=200, ge=1, description="Token limit of live agent replies.")
+    cut: Literal["turns", "steps", "recorded"] = Field(
+        default="turns", description="Where compaction may cut: turns (the seed's: only between user turns), steps "
+                                     "(also before every model call inside a tool loop, keeping the last keep_recent "
+                                     "steps), recorded (only where an imported log's agent compacted: budgets are "
+                                     "then labels only).")
     summary_layout: Literal["system", "transcript-first"] | None = Field(
         default=None, description="system: the seed's request (prompt as system, transcript as the user turn); "
                                   "transcript-first: one user turn, the delimited transcript then the prompt. "

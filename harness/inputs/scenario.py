@@ -15,6 +15,7 @@ import regex
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
 from ..errors import InputError, Loc
+from ..messages import strings_in
 from ..scoring.matchers import (MATCHERS, REGEX_SECONDS, ExactMatch, Expectation, Matcher, ScoringError, Target,
                                 mentions, states)
 from ..scoring.affirmation import prohibits
@@ -202,7 +203,10 @@ class Turn(_Strict):
         """Everything this turn puts in the history before the model says anything live."""
         parts = [self.user or ""]
         if reply := self.assistant:
-            parts += [reply.text or "", *(c.result for c in reply.tool_calls), reply.final or ""]
+            parts.append(reply.text or "")
+            for call in reply.tool_calls:
+                parts += [*strings_in(call.input), call.result]
+            parts.append(reply.final or "")
         return "\n".join(parts)
 
     def messages(self, index: int) -> list[dict[str, Any]]:
@@ -235,6 +239,8 @@ class Tool(_Strict):
 class Scenario(_Strict):
     id: Slug
     description: Text
+    variant_of: Slug | None = Field(default=None, description="The scenario this one re-draws the values of "
+                                                              "(`harness generate --from`); same structure, new values.")
     tools: list[Tool] = []
     turns: list[Turn] = Field(min_length=1)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import ResponseCache
-from .client import ModelError, Reply, SetupError, api_problem, reply_problem
+from .client import OVERFLOW, ContextOverflow, ModelError, Reply, SetupError, api_problem, reply_problem
 from .local import LOCAL, check_gguf, embedded_weights, local_server
 
 REQUEST_TIMEOUT = 600.0  # seconds; a long summary on 2 CPU cores takes tens of seconds
@@ -134,8 +134,10 @@ def _data(response: Any) -> Any:
 
 
 def api_error(exc: Exception) -> ModelError:
-    """An SDK error as the harness records it: its type and message (which never hold the key)."""
-    return ModelError(f"{type(exc).__name__}: {exc}")
+    """An SDK error as the harness records it: its type and message (which never hold the key); a
+    request longer than the context window is a `ContextOverflow`."""
+    text = f"{type(exc).__name__}: {exc}"
+    return (ContextOverflow if OVERFLOW.search(text) else ModelError)(text)
 
 
 def is_local(name: str, base_url: str | None = None) -> bool:

@@ -11,12 +11,23 @@ one `ModelError` (recorded as `error`, never scored as forgetting). What a call 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 
 class ModelError(Exception):
     """The model or its API failed (after retries): the probe or case is recorded as an error."""
+
+
+class ContextOverflow(ModelError):
+    """The request does not fit the model's context window: recorded as its own outcome
+    ("context window exceeded"), never as forgetting and never as a crash."""
+
+
+# How providers say a request is longer than the context window (llama.cpp, Anthropic, OpenAI-style).
+OVERFLOW = re.compile(r"exceed_context_size_error|exceeds the available context size|prompt is too long"
+                      r"|maximum context length|context[_ ]length_exceeded|context window", re.IGNORECASE)
 
 
 class SetupError(Exception):

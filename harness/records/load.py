@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..scoring.verdict import VERDICTS
 from .folder import read_jsonl
 from .manifest import Manifest, load_manifest
-from .schema import CompactionRecord, ProbeRecord, RetentionRecord, columns, variant
+from .schema import OVERFLOWED, CompactionRecord, ProbeRecord, RetentionRecord, columns, variant
 
 
 def _labelled(rows: list[dict], record_type: type) -> pd.DataFrame:
@@ -75,8 +75,16 @@ def load_compactions(run_dir: str | Path) -> pd.DataFrame:
 
 
 def failed(rows: pd.DataFrame, metric: str) -> pd.Series:
-    """Which rows of a metric failed with an error (a model, API, scoring or strategy failure)."""
-    return rows["error"].notna() if metric == "retention" else rows["verdict"] == "error"
+    """Which rows of a metric failed with an error (a model, API, scoring or strategy failure) or
+    did not fit the context window: neither is forgetting, so neither counts in a rate."""
+    return rows["error"].notna() if metric == "retention" else rows["verdict"].isin(["error", "overflow"])
+
+
+def overflowed(rows: pd.DataFrame, metric: str) -> pd.Series:
+    """Which rows of a metric could not be measured because a request exceeded the context window."""
+    if metric == "retention":
+        return rows["error"].fillna("").str.startswith(OVERFLOWED)
+    return rows["verdict"] == "overflow"
 
 
 def prompted(rows: pd.DataFrame) -> pd.DataFrame:

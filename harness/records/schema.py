@@ -15,6 +15,7 @@ CONTROL_LABELS = {"none": "ceiling (full history)", "no-history": "control: no h
 CEILING, NO_HISTORY = CONTROL_LABELS["none"], CONTROL_LABELS["no-history"]
 CONTROLS = tuple(CONTROL_LABELS.values())
 METRICS = ("retention", "recall")  # does the summary state the fact; does the probe answer
+OVERFLOWED = "context window exceeded"  # how an error that is a context overflow begins
 
 
 def variant(strategy: str, prompt: str | None) -> str:
@@ -102,6 +103,7 @@ class RetentionRecord(CaseRow):
     before_turn: int | None = None  # the compaction ran before this turn
     value_turn: int | None = None  # the turn that set the value checked
     expected: str | None = None
+    credit: float | None = None  # a set fact: the share of its items the summary names (partial credit)
 
 
 @dataclass(kw_only=True)

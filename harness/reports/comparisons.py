@@ -118,6 +118,9 @@ def best_variant(run: Run) -> str | None:
         return line + "; the only variant under test"
     c = pair_units(by_variant[order[1]], by_variant[best], order[1], best, metric, VARIANT_KEY)
     t = c.test
+    if not t.pairs:
+        return (f"{line}; it shares no measured fact with {order[1]} (they compacted different scenarios), "
+                "so the two are not compared")
     lead = (f"{line}, {t.difference * 100:+.1f} points over {order[1]} on the same {plural(t.pairs, 'fact')} in "
             f"{plural(t.clusters, 'scenario')}")
     if not t.judged:

@@ -15,8 +15,8 @@ from ..records.load import prompted
 from .comparisons import collateral_loss, comparison_table
 from .plots import plot_recall_by_budget, plot_recall_by_kind, plot_summary_costs, plot_survival, plot_where_lost
 from .tables import (answer_types, mean_f1_by_budget, prompt_sensitivity, recall_by_answer_type, recall_by_budget,
-                     recall_by_kind, retention_by_budget, retention_per_prompt, summary_costs, survival_by_compactions,
-                     where_lost)
+                     recall_by_kind, retention_by_budget, retention_by_kind, retention_per_prompt, set_credit,
+                     summary_costs, survival_by_compactions, where_lost)
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def _retention_per_prompt(run: Run) -> pd.DataFrame:
     if run.retention.empty:
         return pd.DataFrame()
     settings = manifest_settings(run.about)
-    return retention_per_prompt(run.retention, settings.alpha, settings.power)
+    return retention_per_prompt(run.retention, run.compactions, settings.alpha, settings.power)
 
 
 def _prompt_sensitivity(run: Run) -> pd.DataFrame:
@@ -61,7 +61,11 @@ TABLES = [
     Table("Compression and cost per prompt", lambda run: summary_costs(run.compactions, run.about.wave_seconds),
           plot_summary_costs),
     Table("Prompt sensitivity: retention against the keeps-nothing control", _prompt_sensitivity),
+    Table("Summary retention by fact kind",
+          lambda run: retention_by_kind(run.retention) if not run.retention.empty else pd.DataFrame()),
     Table("Recall by fact kind", _with_records(recall_by_kind), plot_recall_by_kind),
+    Table("Set facts (files changed, commands run): partial credit",
+          lambda run: set_credit(run.retention, run.records)),
     Table("Recall by answer type", _with_records(_answer_types)),
     Table("Mean token F1 of free-form answers (LoCoMo's metric)", _with_records(mean_f1_by_budget)),
     Table("Where facts were lost", _with_records(where_lost), plot_where_lost),

@@ -11,7 +11,8 @@ import pandas as pd
 from ..analysis.compare import retention_units, sensitivity
 from ..analysis.rates import compacting, recall_rate, retention_rate, variant_order
 from ..analysis.stats import minimum_detectable_drop, rate
-from ..records.load import budget_order, failed, summaries
+from ..records.load import budget_order, failed, overflowed, summaries
+from ..records.schema import OVERFLOWED
 
 
 def rate_text(group: pd.DataFrame) -> str:
@@ -33,32 +34,79 @@ def _by_budget(df: pd.DataFrame, cell) -> pd.DataFrame:
 
 def recall_by_budget(df: pd.DataFrame) -> pd.DataFrame:
     table = _by_budget(df, rate_text)
-    table["errors"] = [int(failed(df[df["variant"] == v], "recall").sum()) for v in table.index]
+    _failures(table, df, "recall")
     return table
+
+
+def _failures(table: pd.DataFrame, rows: pd.DataFrame, metric: str) -> None:
+    """The columns of what could not be measured, per variant: errors, and (when any) requests
+    that exceeded the context window, each its own outcome."""
+    by_variant = [rows[rows["variant"] == v] for v in table.index]
+    overflows = [int(overflowed(group, metric).sum()) for group in by_variant]
+    table["errors"] = [int(failed(group, metric).sum()) - n for group, n in zip(by_variant, overflows)]
+    if any(overflows):
+        table[OVERFLOWED] = overflows
 
 
 def retention_by_budget(retention: pd.DataFrame) -> pd.DataFrame:
     """Per summary prompt and budget: the share of (fact, compaction) observations whose summary
     states the fact's value (of its subject), n = observations."""
     table = _by_budget(retention, lambda group: retention_rate(group).text())
-    table["errors"] = [int(failed(retention[retention["variant"] == v], "retention").sum()) for v in table.index]
+    _failures(table, retention, "retention")
     return table
 
 
-def retention_per_prompt(retention: pd.DataFrame, alpha: float, power: float) -> pd.DataFrame:
-    """Per summary prompt over all budgets: retention, and the smallest retention drop this run
-    could detect (the gate's power check). Its cost is the next table."""
+PER_TOKEN = "facts stated per 1,000 summary tokens"
+
+
+def retention_per_prompt(retention: pd.DataFrame, compactions: pd.DataFrame, alpha: float,
+                         power: float) -> pd.DataFrame:
+    """Per summary prompt over all budgets: retention, the smallest retention drop this run could
+    detect (the gate's power check), and retention per summary token, so loss and compression
+    read together (a summary that keeps everything by not compressing is no improvement)."""
     rows = {}
+    made = summaries(compactions)
     for variant in variant_order(retention["variant"].unique()):
         group = retention[retention["variant"] == variant]
         units = retention_units(group)
         drop = minimum_detectable_drop(units["value"], units["scenario"], alpha, power) if len(units) else None
+        tokens = made.loc[made["variant"] == variant, "output_tokens"].sum()
+        stated = (group["retained"] == True).sum()  # noqa: E712 (None is unknown, not False)
         rows[variant] = {
             "retention": retention_rate(group).text(),
             f"detectable drop (alpha {alpha:g}, power {power:.0%})":
                 f"{drop:.1%}" if drop is not None else "too few scenarios",
+            PER_TOKEN: f"{1000 * stated / tokens:.1f} ({stated:,} in {tokens:,.0f})" if tokens else
+            "no tokens counted (no model call)",
         }
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def retention_by_kind(retention: pd.DataFrame) -> pd.DataFrame:
+    """Per variant and fact kind (recall, artifact, continuation, decision, ...): retention."""
+    table = {v: {kind: retention_rate(g).text() for kind, g in retention[retention["variant"] == v].groupby("kind")}
+             for v in variant_order(retention["variant"].unique())}
+    return pd.DataFrame(table).fillna("")
+
+
+def set_credit(retention: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
+    """Set facts (match: set; the files changed, the commands run): the mean share of their items
+    that summaries and probe answers name (partial credit), and the paths answers name that were
+    never touched (extras). n: facts of cases (each counted once)."""
+    rows: dict[str, dict[str, str]] = {}
+    if "credit" in retention:
+        credited = retention[retention["credit"].notna()]
+        for variant, group in credited.groupby("variant"):
+            per_unit = group.groupby(["case", "fact"])["credit"].mean()
+            rows.setdefault(variant, {})["summaries: mean share of items"] = f"{per_unit.mean():.0%} (n={len(per_unit)})"
+    if not records.empty and "extras" in records:
+        sets = records[records["extras"].notna() & ~failed(records, "recall")]
+        for variant, group in sets.groupby("variant"):
+            rows.setdefault(variant, {}).update({
+                "probe answers: mean share of items": f"{group['f1'].mean():.0%} (n={len(group)})",
+                "untouched paths named per answer": f"{group['extras'].mean():.2f}"})
+    return pd.DataFrame.from_dict(rows, orient="index").reindex(variant_order(rows)).fillna("") if rows \
+        else pd.DataFrame()
 
 
 def prompt_sensitivity(retention: pd.DataFrame, control: str) -> pd.DataFrame:
@@ -110,7 +158,7 @@ def where_lost(df: pd.DataFrame) -> pd.DataFrame:
     rows = {}
     for variant in variant_order(compacted["variant"].unique()):
         group = compacted[compacted["variant"] == variant]
-        lost = group[~group["verdict"].isin(["recalled", "error"])]
+        lost = group[(group["verdict"] != "recalled") & ~failed(group, "recall")]
         rows[variant] = {
             "probes": len(group),
             "recalled": int((group["verdict"] == "recalled").sum()),
@@ -122,6 +170,7 @@ def where_lost(df: pd.DataFrame) -> pd.DataFrame:
             "of lost: stale": int((lost["verdict"] == "stale").sum()),
             "of lost: abstained": int((lost["verdict"] == "abstained").sum()),
             "errors": int((group["verdict"] == "error").sum()),
+            **({OVERFLOWED: int(overflowed(group, "recall").sum())} if overflowed(compacted, "recall").any() else {}),
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -132,7 +181,7 @@ def survival_by_compactions(df: pd.DataFrame) -> pd.DataFrame:
     compacted["through"] = compacted["compactions"].clip(upper=3).map(lambda n: "3+" if n == 3 else str(n))
     table = {v: {t: rate_text(g) for t, g in compacted[compacted["variant"] == v].groupby("through")}
              for v in variant_order(compacted["variant"].unique())}
-    return pd.DataFrame(table).T.fillna("")
+    return pd.DataFrame(table).fillna("")
 
 
 COMPRESSION, SUMMARY_TOKENS = "median size after / before", "median summary tokens"

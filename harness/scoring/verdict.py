@@ -8,7 +8,9 @@ import re
 from .affirmation import affirms, offers_both
 from .matchers import Target, states
 
-VERDICTS = ("recalled", "forgot", "stale", "abstained", "confabulated", "error")
+# `error` (the model or API failed) and `overflow` (the request did not fit the context window) are
+# the runner's: never counted as forgetting, left out of every rate.
+VERDICTS = ("recalled", "forgot", "stale", "abstained", "confabulated", "error", "overflow")
 
 
 _ABSTENTION = re.compile(

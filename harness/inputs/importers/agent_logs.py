@@ -1,0 +1,137 @@
+"""`harness import FORMAT FILE...` for agent logs: read each file with its format's module, cap
+long tool outputs if asked, redact secrets, derive facts, add a user's own (an overlay file), and
+write one validated scenario per session, all or nothing. What each file gave, and what was left
+out, is reported by `Imported.summary`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from pydantic import Field
+
+from ...errors import InputError, did_you_mean, plural
+from ...scoring.matchers import mentions
+from ..files import load_yaml
+from ..scenario import Fact, Scenario
+from ..writer import write_scenarios
+from . import claude_code, codex, mini_swe_agent, openai_messages, swe_agent
+from .derive import derive, turn_text
+from .redact import redact
+from .session import Session, cap, layout, to_scenario
+
+FORMATS: dict[str, Callable[[Path], list[Session]]] = {
+    "claude-code": claude_code.read,
+    "codex": codex.read,
+    "swe-agent": swe_agent.read,
+    "mini-swe-agent": mini_swe_agent.read,
+    "openai": openai_messages.read,
+}
+
+
+@dataclass
+class Options:
+    max_tool_output: int | None = None  # characters; None keeps every tool output whole
+    redact: bool = True
+    overlay: Path | None = None  # facts added by hand (see `OverlayFact`)
+    continuation_every: int = 4  # a "what next?" probe every this many tool steps
+
+
+@dataclass
+class Imported:
+    source: Path
+    path: Path  # the scenario file written
+    scenario: Scenario
+    notes: list[str]
+    redactions: Counter
+    capped: int  # tool outputs cut to --max-tool-output
+    facts_by_kind: Counter = field(default_factory=Counter)
+
+    def summary(self) -> list[str]:
+        turns = self.scenario.turns
+        calls = [c for t in turns if t.assistant for c in t.assistant.tool_calls]
+        chars = sum(len(t.text()) for t in turns)
+        exchanges = sum(1 for t in turns if not t.continues)
+        recorded = sum(1 for t in turns if t.recorded_summary)
+        steps = sum(1 for t in turns if t.assistant and t.assistant.tool_calls)
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.facts_by_kind.items())) or "none"
+        secrets = ", ".join(f"{n} {kind}" for kind, n in sorted(self.redactions.items()))
+        lines = [f"{self.source} -> {self.path}",
+                 f"  {plural(exchanges, 'exchange')}, {plural(len(turns), 'turn')}, {plural(steps, 'tool step')}, "
+                 f"{plural(len(calls), 'tool call')}, {chars:,} characters",
+                 f"  facts: {kinds}",
+                 f"  recorded compactions: {recorded}" + ("" if recorded else " (the log holds none)"),
+                 f"  secrets redacted: {sum(self.redactions.values())}" + (f" ({secrets})" if secrets else "")]
+        if self.capped:
+            lines.append(f"  tool outputs capped: {self.capped}")
+        lines += [f"  note: {note}" for note in self.notes]
+        return lines
+
+
+class OverlayFact(Fact):
+    """A fact added by hand to an imported session: a decision the log states in words, say."""
+
+    turn: int = Field(ge=0, description="The scenario turn that plants it (as `harness import` numbers them).")
+    session: str | None = Field(default=None, description="The scenario id, when the import writes several.")
+
+
+def import_logs(fmt: str, files: list[Path], out_dir: Path, options: Options) -> list[Imported]:
+    read = []
+    for path in files:
+        for session in FORMATS[fmt](path):
+            capped = _cap(session, options.max_tool_output)
+            secrets = redact(session) if options.redact else Counter()
+            read.append((path, session, capped, secrets))
+    ids = Counter(session.id for _, session, _, _ in read)
+    for n, (path, session, _, _) in enumerate(read):
+        if ids[session.id] > 1:  # two files with one name in different folders
+            session.id = f"{session.id}-{n + 1}"
+    facts = [derive(session, options.continuation_every) for _, session, _, _ in read]
+    if options.overlay:
+        _add_overlay(options.overlay, [session for _, session, _, _ in read], facts)
+    data = [to_scenario(session, by_turn) for (_, session, _, _), by_turn in zip(read, facts)]
+    written = write_scenarios(data, out_dir, files[0] if len(files) == 1 else f"the {fmt} import")
+    return [Imported(source, target, scenario, session.notes, secrets, capped,
+                     Counter(f["kind"] for turn in by_turn.values() for f in turn))
+            for (source, session, capped, secrets), by_turn, (target, scenario) in zip(read, facts, written)]
+
+
+def _cap(session: Session, limit: int | None) -> int:
+    """Cut tool outputs longer than `limit` (before facts are derived, so none is planted in a cut part)."""
+    count = 0
+    for exchange in session.exchanges:
+        for step in exchange.steps:
+            for call in step.calls:
+                if call.result is not None and limit is not None and len(call.result) > limit:
+                    call.result, count = cap(call.result, limit), count + 1
+    return count
+
+
+def _add_overlay(path: Path, sessions: list[Session], facts: list[dict[int, list[dict]]]) -> None:
+    """Facts from an overlay file (`facts:`, a list of facts each with its `turn`, and its `session`
+    when several are imported), checked against the sessions with errors at their line."""
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict) or set(doc.data) != {"facts"} or not isinstance(doc.data["facts"], list):
+        raise doc.error((), "an overlay file holds one key, `facts`: a list of facts, each with its `turn`")
+    by_id = {session.id: n for n, session in enumerate(sessions)}
+    for i, raw in enumerate(doc.data["facts"]):
+        fact: OverlayFact = doc.validate(OverlayFact, ("facts", i))
+        if fact.session is None and len(sessions) > 1:
+            raise doc.error(("facts", i), f"this import writes {len(sessions)} scenarios ({', '.join(by_id)}): "
+                                          "say which with `session`")
+        if fact.session is not None and fact.session not in by_id:
+            raise doc.error(("facts", i, "session"), f"no imported session {fact.session!r}"
+                                                     f"{did_you_mean(fact.session, list(by_id))}")
+        n = by_id.get(fact.session, 0)
+        turns = layout(sessions[n])
+        if fact.turn >= len(turns):
+            raise doc.error(("facts", i, "turn"), f"the scenario has turns 0 to {len(turns) - 1}")
+        taken = {f["id"] for planted in facts[n].values() for f in planted}
+        if fact.id in taken:
+            raise doc.error(("facts", i, "id"), f"a derived fact already has the id {fact.id!r}")
+        text = turn_text(sessions[n], turns[fact.turn])
+        if fact.literal and fact.probe_at is None and fact.answer and not fact.items and not mentions(text, fact.answer):
+            raise doc.error(("facts", i, "answer"), f"{fact.answer!r} does not occur in turn {fact.turn}")
+        facts[n].setdefault(fact.turn, []).append({k: v for k, v in raw.items() if k not in ("turn", "session")})

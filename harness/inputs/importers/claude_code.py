@@ -1,0 +1,105 @@
+"""Claude Code session logs (`~/.claude/projects/<project>/<session>.jsonl`): one JSON object a
+line; `user` and `assistant` lines hold Messages API content blocks (`text`, `tool_use`,
+`tool_result`, `thinking`, `image`) and link to their parent by `parentUuid`.
+
+The conversation is the path from the session's last line back to its root: a rewound
+("redo from here") conversation has two lines with the same parent, and the session continues on
+the later one, so the earlier branch is left out. A compaction writes a `system` line of subtype
+`compact_boundary` (a new root, linked to the history it replaced by `logicalParentUuid`) and then
+a user line marked `isCompactSummary` holding the summary the agent continued from: that summary
+is recorded for the turn after it. Left out: sidechains (subagents), `isMeta` lines, other system
+lines, `summary` titles, file snapshots, thinking blocks; lines that are not JSON are listed. An
+assistant message written as several lines (one a content block) is read as one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError, plural
+from .session import Builder, Call, Session, json_lines, slug, text_of
+
+
+def read(path: Path) -> list[Session]:
+    session = Session(slug(path.stem), f"Claude Code session {path.name}, imported with `harness import claude-code`.")
+    lines = json_lines(path, session.notes, "a Claude Code session")
+    if not any(entry.get("type") in ("user", "assistant") for _, entry in lines):
+        raise InputError(path, "not a Claude Code session: no user or assistant line")
+    conversation = _main_path(lines, session)
+    builder = Builder(session)
+    assistant: list[dict[str, Any]] = []  # content blocks of the assistant message being read
+    where = ""
+
+    def flush() -> None:
+        if assistant:
+            text = "\n".join(b.get("text", "") for b in assistant if b.get("type") == "text")
+            calls = [Call(str(b.get("name", "tool")), b.get("input") if isinstance(b.get("input"), dict) else {},
+                          id=b.get("id")) for b in assistant if b.get("type") == "tool_use"]
+            builder.assistant(text, calls, where)
+            assistant.clear()
+
+    for number, entry in conversation:
+        kind, message = entry.get("type"), entry.get("message") or {}
+        content = message.get("content")
+        if kind == "system":  # a compact_boundary: its summary is the next line's
+            continue
+        if kind == "assistant":
+            if not assistant:
+                where = f"{path.name}:{number}"
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
+            skipped = Counter(b.get("type") for b in blocks if b.get("type") not in ("text", "tool_use"))
+            if skipped - Counter({"thinking": skipped["thinking"], "redacted_thinking": skipped["redacted_thinking"]}):
+                session.notes.append(f"{path.name}:{number}: left out assistant blocks {dict(skipped)}")
+            assistant.extend(blocks)
+            continue
+        flush()
+        if entry.get("isCompactSummary"):
+            builder.compacted(text_of(content), f"{path.name}:{number}")
+            continue
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        for block in results:
+            builder.result(str(block.get("tool_use_id")), text_of(block.get("content")), bool(block.get("is_error")),
+                           f"{path.name}:{number}")
+        text = text_of([b for b in blocks if not (isinstance(b, dict) and b.get("type") == "tool_result")])
+        if text.strip() or not results:
+            builder.user(text)
+    flush()
+    return [builder.finish()]
+
+
+def _main_path(lines: list[tuple[int, dict[str, Any]]], session: Session) -> list[tuple[int, dict[str, Any]]]:
+    """The lines of the conversation the session ended on, in order (see the module docstring).
+    The chain is followed through every line (a meta line may sit between two turns); only the
+    conversation's own lines are kept from it."""
+    def conversational(entry: dict[str, Any]) -> bool:
+        return entry.get("type") in ("user", "assistant") and not entry.get("isSidechain") and not entry.get("isMeta")
+
+    def kept(entry: dict[str, Any]) -> bool:
+        return conversational(entry) or (entry.get("type") == "system" and entry.get("subtype") == "compact_boundary")
+
+    by_uuid = {entry["uuid"]: (number, entry) for number, entry in lines if entry.get("uuid")}
+    candidates = [line for line in lines if conversational(line[1])]
+    if any(entry.get("parentUuid") or entry.get("logicalParentUuid") for _, entry in candidates):
+        path, seen, node = [], set(), candidates[-1]
+        while node is not None and id(node[1]) not in seen:
+            seen.add(id(node[1]))
+            path.append(node)
+            parent = node[1].get("parentUuid") or node[1].get("logicalParentUuid")
+            node = by_uuid.get(parent) if parent else None
+        path.reverse()
+    else:  # an old or hand-made log with no links: file order
+        path = lines
+    on_path = {id(entry) for _, entry in path}
+    left = Counter()
+    for _, entry in lines:
+        if id(entry) in on_path and kept(entry):
+            continue
+        left["sidechain (subagent)" if entry.get("isSidechain") else "meta" if entry.get("isMeta")
+             else "rewound (on a branch the session left)" if conversational(entry) or kept(entry)
+             else f"{entry.get('type') or 'untyped'}{' ' + entry['subtype'] if entry.get('subtype') else ''}"] += 1
+    for kind, count in sorted(left.items()):
+        session.notes.append(f"{kind}: {plural(count, 'line')} left out")
+    return [line for line in path if kept(line[1])]

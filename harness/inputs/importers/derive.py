@@ -1,0 +1,257 @@
+"""Facts derived from an agent's log itself: deterministic, no model, each marked with its kind
+(the probe types of Factory's evaluation of production compactors):
+
+- **artifact**: the files created, modified or deleted (from edit and write tools' inputs, patches,
+  diffs, and shell commands that write or remove), and the commands run: *set* facts with partial
+  credit (`match: set`);
+- **recall**: the task as first stated, the first error seen (an exception or an error line of a
+  tool's output), and test counts a test run printed (superseded when a later run changes them);
+- **continuation**: at points through the session, what the agent actually did next (the file it
+  opened or edited, or the command it ran), asked before that step as "what were you about to do?";
+- **constraint**: a user's instruction that is a prohibition ("don't touch the migrations folder").
+
+Decisions stated in words are not found deterministically: add them by hand (`overlay`). A value
+that was redacted never becomes a fact, and no fact is planted that would not validate.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...messages import strings_in
+from ...scoring.matchers import mentions
+from ...scoring.normalize import distinctive
+from .redact import MARK
+from .session import Session, TurnOf, layout
+
+EDIT_TOOLS = {"edit", "write", "multiedit", "notebookedit", "create", "create_file", "write_file", "edit_file",
+              "str_replace_editor", "str_replace_based_edit_tool", "apply_patch"}
+SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_command", "terminal", "swe_agent"}
+PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)", re.MULTILINE)
+_DIFF_FILE = re.compile(r"^(?:diff --git a/\S+ b/(\S+)|\+\+\+ b/(\S+))", re.MULTILINE)
+_WRITES = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s+([\w./-]+\.\w+)|\b(?:sed\s+-i\S*|rm|touch|truncate)\s+(?:-\S+\s+)*"
+                     r"(?:'[^']*'\s+|\"[^\"]*\"\s+)?([\w./-]+\.\w+)")
+_EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Failure|Warning))(?::\s*(.+))?\s*$",
+                        re.MULTILINE)
+_ERROR_LINE = re.compile(r"^\s*(?:E\s+)?(?:error|fatal|ERROR|FATAL|Error)(?:\[\w+\])?:\s*(.{4,})$", re.MULTILINE)
+_TEST_SUMMARY = re.compile(r"=+ (.*?\b\d+ (?:passed|failed)\b.*?) in [\d.]+s")
+_PROHIBITION = re.compile(r"\b(?:don'?t|do not|never|must not|mustn'?t|avoid)\s+(?:(?:ever|just|simply|really|"
+                          r"actually|try to|attempt to)\s+)*(\w+)\s+((?:[^.!?;:,\n]|\.(?=\w)){3,80})", re.IGNORECASE)
+_NOT_AN_OBJECT = re.compile(r"^(?:it|this|that|them|these|those|so|anything|any|yourself|me|you)\b", re.IGNORECASE)
+_PATH_LIKE = re.compile(r"[\w.-]*/[\w./-]+\.\w+|[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|c|h|cpp|md|json|ya?ml|toml|cfg|"
+                        r"ini|txt|sh|html|css|sql)\b")
+CONTINUATION_PROBE = ("What were you about to do next? Name the file you were going to open or change, or the command "
+                      "you were going to run.")
+
+
+def derive(session: Session, every: int = 4) -> dict[int, list[dict[str, Any]]]:
+    """The session's derived facts by the turn that plants them; a continuation fact every `every` steps."""
+    turns = layout(session)
+    texts = [turn_text(session, t) for t in turns]
+    facts: dict[int, list[dict[str, Any]]] = {}
+
+    def plant(turn: int, fact: dict[str, Any], where: str | None = None) -> bool:
+        where = texts[turn] if where is None else where
+        values = fact.get("items") or [fact["answer"], *fact.get("aliases", [])]
+        if any(MARK in v for v in values) or not all(map(distinctive, values)):
+            return False  # a redacted value, or one any answer would state
+        if any(mentions(fact["probe"], v) for v in values) or not all(mentions(where, v) for v in
+                                                                       (values if fact.get("items") else values[:1])):
+            return False  # it would not validate: leaky probe, or the value is not where it is planted
+        facts.setdefault(turn, []).append(fact)
+        return True
+
+    _task(session, plant)
+    _first_error(turns, texts, plant)
+    _tests(turns, texts, plant)
+    _artifacts(session, turns, texts, plant)
+    _continuations(turns, texts, plant, every)
+    _constraints(session, turns, plant)
+    return facts
+
+
+def turn_text(session: Session, where: TurnOf) -> str:
+    """Everything a turn of the scenario puts in the history (as `Turn.text` reads it)."""
+    exchange = session.exchanges[where.exchange]
+    step, steps = where.step, exchange.steps
+    parts = [exchange.user] if step is None or step is steps[0] else []
+    if step is not None:
+        parts.append(step.text or "")
+        for call in step.calls:
+            parts += [*strings_in(call.input), call.result or ""]
+    if step is None or step is steps[-1]:
+        parts.append(exchange.final or "")
+    return "\n".join(parts)
+
+
+def _task(session: Session, plant) -> None:
+    if not session.exchanges:
+        return
+    first = session.exchanges[0].user
+    issue = re.search(r"ISSUE:\s*\n\s*(.+)", first)  # SWE-agent's prompt names the issue's title
+    line = (issue[1] if issue else next((l for l in first.splitlines() if l.strip()), "")).strip()
+    sentence = " ".join(re.split(r"(?<=[.!?])\s", line)[0].split()[:15])
+    if len(sentence) >= 8:
+        plant(0, {"id": "task", "kind": "recall", "answer": sentence, "match": "f1", "f1_threshold": 0.4,
+                  "probe": "What task did I give you at the start of this session?"})
+
+
+def _first_error(turns: list[TurnOf], texts: list[str], plant) -> None:
+    for t, where in enumerate(turns):
+        for call in where.step.calls if where.step else []:
+            output = call.result or ""
+            exceptions = _raised(output) or _EXCEPTION.findall(output)
+            if exceptions:
+                name, message = exceptions[-1]
+                answer = f"{name}: {message}".strip(": ")[:100] if message else name
+                aliases = [name.rsplit(".", 1)[-1]] if message and name.rsplit(".", 1)[-1] not in ("Error", "Exception") else []
+            elif (line := _ERROR_LINE.search(output)) or call.is_error:
+                answer, aliases = (line[1] if line else _first_plain_line(output))[:100], []
+            else:
+                continue
+            if answer and plant(t, {"id": "first-error", "kind": "recall", "answer": answer.strip(), "aliases": aliases,
+                                    "probe": "What was the first error you ran into in this session?"}):
+                return
+
+
+def _first_plain_line(output: str) -> str:
+    """A failed call's message when it names no exception: its first line that is not a traceback's
+    header or frame, nor the mark of a cut output."""
+    return next((line.strip() for line in output.splitlines() if line.strip() and not line.startswith((" ", "\t"))
+                 and not line.startswith(("Traceback (most recent call last)", "[... "))), "")
+
+
+def _raised(output: str) -> list[tuple[str, str]]:
+    """The exception a Python traceback ends with (any name: StopIteration, SystemExit, ...), as
+    (name, message): the first line after the traceback's indented frames."""
+    at = output.find("Traceback (most recent call last):")
+    if at < 0:
+        return []
+    for line in output[at:].splitlines()[1:]:
+        if line.strip() and not line.startswith((" ", "\t")):
+            found = re.match(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(.+))?\s*$", line)
+            return [(found[1], found[2] or "")] if found else []
+    return []
+
+
+def _tests(turns: list[TurnOf], texts: list[str], plant) -> None:
+    """How many tests failed the first time a test run printed failures (an early value, easy to lose)."""
+    for t, where in enumerate(turns):
+        for call in where.step.calls if where.step else []:
+            summary = _TEST_SUMMARY.search(call.result or "")
+            failed = summary and re.search(r"(\d+) failed", summary[1])
+            if failed and plant(t, {"id": "first-failures", "kind": "recall", "answer": failed[1],
+                                    "probe": "How many tests failed the first time your test run reported failures?"},
+                                where=summary[0]):
+                return
+
+
+def diff_files(diff: str) -> list[str]:
+    """The files a unified diff (`git diff`, a submitted patch) changes, in order."""
+    return list(dict.fromkeys(a or b for a, b in _DIFF_FILE.findall(diff)))
+
+
+def _written_files(call) -> list[str]:
+    """The files a tool call created, changed or removed, as it names them."""
+    name = call.tool.lower()
+    found = []
+    if name in EDIT_TOOLS:
+        found += [str(call.input[k]) for k in PATH_KEYS if isinstance(call.input.get(k), str)]
+    text = " ".join(str(v) for v in call.input.values() if isinstance(v, str))
+    found += _PATCH_FILE.findall(text)
+    found += diff_files(text)
+    if name in SHELL_TOOLS:
+        command = str(call.input.get("command") or call.input.get("cmd") or text)
+        first_line = command.splitlines()[0] if command else ""
+        if name == "swe_agent" and first_line.split()[:1] == ["create"]:
+            found += first_line.split()[1:2]
+        found += [a or b for a, b in _WRITES.findall(command)]
+    return found
+
+
+def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -> None:
+    changed: dict[str, int] = {}  # each file, by the turn that last changed it
+    commands = []
+    open_file = None  # SWE-agent edits the file it last opened
+    for t, where in enumerate(turns):
+        for call in where.step.calls if where.step else []:
+            command = str(call.input.get("command") or call.input.get("cmd") or "").strip()
+            first_line = command.splitlines()[0] if command else ""
+            if call.tool == "swe_agent" and first_line.split()[:1] in (["open"], ["create"]):
+                open_file = first_line.split()[1] if len(first_line.split()) > 1 else open_file
+            written = _written_files(call)
+            if call.tool == "swe_agent" and first_line.startswith("edit") and open_file:
+                written.append(open_file)
+            changed.update((path, t) for path in written)
+            if call.tool.lower() in SHELL_TOOLS and first_line and not first_line.split()[0] in ("edit", "submit") \
+                    and len(first_line) <= 80 and first_line not in commands:
+                commands.append(first_line)
+    # A submitted diff is the log's own record of what changed; a file only it names counts from where it is seen.
+    for path in session.files_changed:
+        changed.setdefault(path, -1)
+    # The set is planted where it is complete: every file changed, and each named in the history by then.
+    seen = {path: next((t for t, text in enumerate(texts) if path in text), None) for path in changed}
+    files = [path for path in changed if seen[path] is not None][:12]
+    if files:
+        planted_at = max(max(changed[p], seen[p]) for p in files)
+        upto = "\n".join(texts[:planted_at + 1])
+        plant(planted_at, {"id": "files-changed", "kind": "artifact", "match": "set", "items": files,
+                           "probe": "Which files did you create, change or delete in this session?"}, where=upto)
+    if len(commands) >= 2:
+        recent = commands[-8:]
+        last = max(t for t, where in enumerate(turns) for call in (where.step.calls if where.step else [])
+                   if (str(call.input.get("command") or call.input.get("cmd") or "").strip().splitlines() or [""])[0]
+                   in recent)
+        plant(last, {"id": "commands-run", "kind": "artifact", "match": "set", "items": recent,
+                     "probe": "Which shell commands did you run in this session?"}, where="\n".join(texts[:last + 1]))
+
+
+def _next_action(step) -> tuple[str, str] | None:
+    """What a step did first, as a probe answer: (the file it touched, "exact") or (the command, "f1")."""
+    call = step.calls[0]
+    for key in PATH_KEYS:
+        if isinstance(call.input.get(key), str):
+            return call.input[key], "exact"
+    command = str(call.input.get("command") or call.input.get("cmd") or "").strip()
+    if not command:
+        return None
+    first_line = command.splitlines()[0]
+    path = _PATH_LIKE.search(first_line)
+    if path and call.tool.lower() in SHELL_TOOLS:
+        return path[0], "exact"
+    return (first_line[:60], "f1") if len(first_line.split()) >= 2 else None
+
+
+def _continuations(turns: list[TurnOf], texts: list[str], plant, every: int) -> None:
+    steps = [t for t, where in enumerate(turns) if where.step is not None and where.step.calls and t > 0]
+    for n, t in enumerate(steps[every - 1::every]):
+        action = _next_action(turns[t].step)
+        if action is None:
+            continue
+        answer, match = action
+        name = answer.rsplit("/", 1)[-1]
+        fact = {"id": f"next-{n + 1}", "kind": "continuation", "answer": answer, "probe": CONTINUATION_PROBE,
+                "probe_at": t, "literal": True, "match": match}
+        if match == "exact" and name != answer and "." in name:
+            fact["aliases"] = [name]
+        if match == "f1":
+            fact["f1_threshold"] = 0.5
+        plant(t - 1, fact, where=texts[t])
+
+
+def _constraints(session: Session, turns: list[TurnOf], plant) -> None:
+    seen = set()
+    for t, where in enumerate(turns):
+        exchange = session.exchanges[where.exchange]
+        if where.step is not None and where.step is not exchange.steps[0]:
+            continue  # a user's words are in the first turn of their exchange
+        for verb, rest in _PROHIBITION.findall(exchange.user):
+            obj = re.sub(r"^(?:the|a|an|to)\s+", "", rest.strip(), flags=re.IGNORECASE)
+            obj = " ".join(obj.split()[:4])
+            if obj.lower() in seen or len(obj) < 3 or _NOT_AN_OBJECT.match(obj) or verb.lower() in ("be", "have"):
+                continue
+            seen.add(obj.lower())
+            plant(t, {"id": f"constraint-{len(seen)}", "kind": "constraint", "constraint": True, "answer": obj,
+                      "probe": f"What did I tell you never to {verb.lower()}?"})

@@ -1,0 +1,118 @@
+"""Chat message lists, the log format of many agent frameworks: a JSON list of messages, an object
+holding one under `messages`, or JSONL with a message a line (or a conversation a line, each its
+own session). A message has a `role` and `content` (a string, or parts with `text`).
+
+OpenAI's shape: an assistant message's `tool_calls` (`id`, `function.name`, `function.arguments`,
+a JSON string) and `tool` messages answering them by `tool_call_id`; the older `function_call`
+and `function` messages are read too. The Messages API's shape is read as well: `tool_use` blocks
+in assistant content and `tool_result` blocks in user content. Left out: system and developer
+messages; a message with no role is noted with its place.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from ...errors import InputError
+from .session import Builder, Call, Session, json_lines, read_json, slug, text_of
+
+# A framework whose agent writes its tool call as text (mini-swe-agent's ```bash block): the calls
+# in an assistant message's text; a user message after such a call is its result.
+TextCalls = Callable[[str], list[Call]]
+
+
+def read(path: Path) -> list[Session]:
+    notes: list[str] = []  # about the file as a whole
+    conversations = _conversations(path, notes)
+    sessions = []
+    for n, (where, messages) in enumerate(conversations):
+        name = slug(path.stem if len(conversations) == 1 else f"{path.stem}-{n + 1}")
+        session = Session(name, f"Chat messages from {path.name}{'' if len(conversations) == 1 else f' ({where})'}, "
+                                "imported with `harness import openai`.")
+        session.notes += notes
+        sessions.append(read_messages(messages, session, where))
+    return sessions
+
+
+def _conversations(path: Path, notes: list[str]) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """Each conversation of the file: a label, and its messages with where each is."""
+    if path.suffix == ".jsonl":
+        lines = json_lines(path, notes, "a JSONL file of chat messages")
+        if all(isinstance(entry.get("messages"), list) for _, entry in lines):
+            return [(f"{path.name}:{number}", [(f"{path.name}:{number}: messages[{i}]", m)
+                                               for i, m in enumerate(entry["messages"])]) for number, entry in lines]
+        return [(path.name, [(f"{path.name}:{number}", entry) for number, entry in lines])]
+    data = read_json(path, "a list of chat messages")
+    messages = data.get("messages") if isinstance(data, dict) else data
+    if not isinstance(messages, list) or not messages:
+        raise InputError(path, "not a list of chat messages: expected a JSON list, or an object with a `messages` list",
+                         field="messages" if isinstance(data, dict) else "")
+    return [(path.name, [(f"{path.name}: messages[{i}]", m) for i, m in enumerate(messages)])]
+
+
+def read_messages(messages: list[tuple[str, Any]], session: Session, source: str,
+                  text_calls: TextCalls | None = None) -> Session:
+    """A session from chat messages (each with where it is in the file)."""
+    builder = Builder(session)
+    waiting: list[Call] = []  # text calls whose result is the next user message
+    roles = [m.get("role") for _, m in messages if isinstance(m, dict)]
+    if "user" not in roles and "assistant" not in roles:
+        raise InputError(source, "not a list of chat messages: no user or assistant message")
+    left = 0
+    for where, message in messages:
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "tool", "function"):
+            kind = message.get("role") if isinstance(message, dict) else type(message).__name__
+            if kind not in ("system", "developer"):
+                session.notes.append(f"{where}: not a chat message ({kind!r}), left out")
+            left += 1
+            continue
+        role, content = message["role"], message.get("content")
+        if role == "assistant":
+            text, calls = text_of(content), _calls(message)
+            if text_calls and not calls:
+                waiting = calls = text_calls(text)
+            builder.assistant(text, calls, where)
+        elif role == "tool":
+            builder.result(str(message.get("tool_call_id")), text_of(content), False, where)
+        elif role == "function":  # the older API: answers the last call of that name
+            call = next((c for c in reversed(builder.current.steps[-1].calls) if c.tool == message.get("name")), None) \
+                if builder.current and builder.current.steps else None
+            builder.result(call.id if call else "", text_of(content), False, where)
+        else:
+            blocks = content if isinstance(content, list) else []
+            results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+            for block in results:
+                builder.result(str(block.get("tool_use_id")), text_of(block.get("content")),
+                               bool(block.get("is_error")), where)
+            if waiting:
+                for call in waiting:
+                    builder.result(call.id, text_of(content), False, where)
+                waiting = []
+            elif not results or text_of([b for b in blocks if b not in results]).strip():
+                builder.user(text_of([b for b in blocks if b not in results]) if results else text_of(content))
+    if left:
+        session.notes.append(f"{left} system, developer or unreadable message{'s' if left != 1 else ''} left out")
+    return builder.finish()
+
+
+def _calls(message: dict[str, Any]) -> list[Call]:
+    """An assistant message's tool calls, in any of the shapes the module docstring lists."""
+    raw = list(message.get("tool_calls") or [])
+    if isinstance(message.get("function_call"), dict):
+        raw.append({"id": f"function-{id(message)}", "function": message["function_call"]})
+    calls = [Call(str(b.get("name", "tool")), b.get("input") if isinstance(b.get("input"), dict) else {}, id=b.get("id"))
+             for b in message.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
+    for call in raw:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        arguments = function.get("arguments")
+        try:
+            arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except json.JSONDecodeError:
+            arguments = {"arguments": arguments}
+        calls.append(Call(str(function.get("name") or "tool"),
+                          arguments if isinstance(arguments, dict) else {"arguments": arguments}, id=call.get("id")))
+    return calls

@@ -1,0 +1,53 @@
+"""Secrets stay out of imported scenarios: agent logs carry API keys, tokens, passwords and private
+hosts (in commands, environment dumps, file contents), and imported scenarios, baselines, gate
+summaries and reports are committed and shared. Every text of a session is rewritten with each
+common secret shape replaced by `[REDACTED:<kind>]`, before any fact is derived from it."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from .session import Session
+
+MARK = "[REDACTED"
+# (kind, pattern, the group kept in front of the secret: a variable's name, a URL's scheme)
+PATTERNS: list[tuple[str, re.Pattern, int]] = [
+    ("private-key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+                               re.DOTALL), 0),
+    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}"), 0),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}"), 0),
+    ("aws-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), 0),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), 0),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0),
+    ("google-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), 0),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
+    ("bearer-token", re.compile(r"(\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{12,}"), 1),
+    ("url-credentials", re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/:@]+:[^\s/@]+@"), 1),
+    # KEY=value lines of env files and shells: the name stays, the value goes.
+    ("secret-setting", re.compile(r"(?m)(\b(?:export\s+)?[A-Za-z0-9_]*(?:KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIALS?)"
+                                  r"[A-Za-z0-9_]*\s*[=:]\s*[\"']?)(?!\[REDACTED)[^\s\"']{4,}"), 1),
+]
+
+
+def redact_text(text: str, counts: Counter) -> str:
+    for kind, pattern, kept in PATTERNS:
+        def replace(match: re.Match, kind: str = kind, kept: int = kept) -> str:
+            counts[kind] += 1
+            return (match[kept] if kept else "") + f"{MARK}:{kind}]"
+        text = pattern.sub(replace, text)
+    return text
+
+
+def redact(session: Session) -> Counter:
+    """Rewrite every text of the session in place; how many secrets of each kind were replaced."""
+    counts: Counter = Counter()
+    for holder, key in list(session.strings()):
+        value = holder[key] if isinstance(holder, (dict, list)) else getattr(holder, key)
+        if isinstance(value, str):
+            clean = redact_text(value, counts)
+            if isinstance(holder, (dict, list)):
+                holder[key] = clean
+            else:
+                setattr(holder, key, clean)
+    return counts

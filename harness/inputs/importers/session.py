@@ -1,0 +1,270 @@
+"""An agent's log, read: what every importer of agent logs produces, and how it becomes a scenario.
+
+An importer reads its format into a `Session`: exchanges (a user's line, then the agent's tool
+steps, then its closing text), each step the agent's words and the tool calls it made with their
+results, and the summaries the logged agent compacted to where it did. `to_scenario` writes that
+as scenario data the runner replays with the log's own tool calls and results: the first step in
+the user's turn, every further step a continuation turn (no user line), each recorded compaction
+on the turn it came before. Derived facts (`derive`) and a user's own (`overlay`) go on its turns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from ...errors import InputError
+
+NO_OUTPUT = "(no output)"
+NO_RESULT = "(no result in the log)"
+NO_REPLY = "(no reply)"
+IMPORTED_TOOL = "(imported: this tool is not replayed live)"
+
+
+@dataclass
+class Call:
+    tool: str
+    input: dict[str, Any]
+    result: str | None = None  # None: the log has no result for it (yet)
+    is_error: bool = False
+    id: str | None = None  # the log's own id, to match the result
+
+
+@dataclass
+class Step:
+    """One model call of the tool loop: what the agent said and the tools it called."""
+
+    text: str | None
+    calls: list[Call]
+    recorded_summary: str | None = None  # the logged agent compacted to this just before the step
+
+
+@dataclass
+class Exchange:
+    user: str
+    steps: list[Step] = field(default_factory=list)
+    final: str | None = None  # the agent's closing text
+    recorded_summary: str | None = None  # the logged agent compacted to this before the user's line
+
+
+@dataclass
+class Session:
+    id: str
+    description: str  # what the log is and where it came from
+    exchanges: list[Exchange] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was left out or changed, with the line
+    files_changed: list[str] = field(default_factory=list)  # from the log's own record (a submitted diff)
+
+    def strings(self) -> Iterator[tuple[Any, str | int]]:
+        """(holder, key) of every text of the session, so it can be rewritten in place (redaction)."""
+        for exchange in self.exchanges:
+            yield exchange, "user"
+            yield exchange, "final"
+            yield exchange, "recorded_summary"
+            for step in exchange.steps:
+                yield step, "text"
+                yield step, "recorded_summary"
+                for call in step.calls:
+                    yield call, "result"
+                    yield from _nested(call.input)
+
+
+def _nested(value: Any) -> Iterator[tuple[Any, str | int]]:
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(item, str):
+            yield value, key
+        else:
+            yield from _nested(item)
+
+
+def text_of(value: Any) -> str:
+    """Text from a log's content: a string, or blocks of text (an image becomes a marker)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(filter(None, (text_of(part) for part in value)))
+    if isinstance(value, dict):
+        kind = value.get("type", "")
+        if kind in ("text", "input_text", "output_text"):
+            return str(value.get("text", ""))
+        if "image" in kind:
+            return "[image]"
+        if "content" in value:
+            return text_of(value["content"])
+    return ""
+
+
+@dataclass
+class TurnOf:
+    """Where a step of the session stands in the scenario: its turn, and what it did."""
+
+    turn: int
+    exchange: int
+    step: Step | None  # None: the user's line of an exchange with no tool step
+
+
+def cap(text: str, limit: int | None) -> str:
+    """A tool output kept as it was, or cut to `limit` characters with a marker saying so."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[... {len(text) - limit:,} more characters cut at import ...]"
+
+
+def layout(session: Session) -> list[TurnOf]:
+    """Each step's turn in the scenario, in order (the user's turn holds the exchange's first step)."""
+    turns, index = [], 0
+    for e, exchange in enumerate(session.exchanges):
+        for step in exchange.steps or [None]:
+            turns.append(TurnOf(index, e, step))
+            index += 1
+    return turns
+
+
+def to_scenario(session: Session, facts: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The session as scenario data (see the module docstring); `facts` by turn."""
+    turns: list[dict[str, Any]] = []
+    tools: dict[str, dict[str, Any]] = {}
+    for exchange in session.exchanges:
+        steps = exchange.steps
+        for s, step in enumerate(steps or [None]):
+            turn: dict[str, Any] = {"user": exchange.user} if s == 0 else {}
+            # A compaction between the user's line and the first step goes before the user's turn.
+            summary = (exchange.recorded_summary or (step and step.recorded_summary)) if s == 0 else step.recorded_summary
+            if summary:
+                turn["recorded_summary"] = summary
+            if step is None:
+                turn["assistant"] = exchange.final or NO_REPLY
+            else:
+                reply: dict[str, Any] = {}
+                if step.text:
+                    reply["text"] = step.text
+                reply["tool_calls"] = []
+                for call in step.calls:
+                    tools.setdefault(call.tool, {"name": call.tool, "description": f"The logged agent's {call.tool} tool.",
+                                                 "result": IMPORTED_TOOL})
+                    result = call.result if call.result is not None else NO_RESULT
+                    reply["tool_calls"].append({"tool": call.tool, "input": call.input,
+                                                "result": result if result.strip() else NO_OUTPUT,
+                                                **({"is_error": True} if call.is_error or call.result is None else {})})
+                if s == len(steps) - 1:
+                    reply["final"] = exchange.final or NO_REPLY
+                turn["assistant"] = reply
+            turn["facts"] = facts.get(len(turns), [])
+            if not turn["facts"]:
+                del turn["facts"]
+            turns.append(turn)
+    return {"id": session.id, "description": session.description, "tools": list(tools.values()), "turns": turns}
+
+
+def slug(text: str) -> str:
+    """A scenario id from a file name: letters, digits, '.', '_' and '-'."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "session"
+    return cleaned[:80] if cleaned[0].isalnum() else f"s{cleaned[:79]}"
+
+
+def quote(command: list[str]) -> str:
+    """A command given as a list of arguments, as one would type it."""
+    return " ".join(shlex.quote(str(part)) for part in command)
+
+
+class Builder:
+    """Builds a session from a log's events in order: user lines, the agent's messages (text and
+    tool calls), tool results matched to their calls by id, and the log's own compactions."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.pending: list[str] = []  # the agent's words since its last tool step
+        self.calls: dict[str, tuple[Call, str]] = {}  # by the log's id, with where the call was
+        self.recorded: str | None = None  # a compaction waiting for the next turn
+
+    @property
+    def current(self) -> Exchange | None:
+        return self.session.exchanges[-1] if self.session.exchanges else None
+
+    def user(self, text: str) -> None:
+        self._close()
+        self.session.exchanges.append(Exchange(text.strip() or NO_OUTPUT, recorded_summary=self.recorded))
+        self.recorded = None
+
+    def assistant(self, text: str, calls: list[Call], where: str) -> None:
+        if self.current is None:
+            self.session.notes.append(f"{where}: the log starts with the agent; its first user line reads "
+                                      "'(the log starts here)'")
+            self.user("(the log starts here)")
+        if text.strip():
+            self.pending.append(text.strip())
+        if not calls:
+            return
+        step = Step("\n\n".join(self.pending) or None, calls, recorded_summary=self.recorded)
+        self.pending, self.recorded = [], None
+        self.current.steps.append(step)
+        for call in calls:
+            if call.id:
+                self.calls[call.id] = (call, where)
+
+    def result(self, call_id: str, output: str, is_error: bool, where: str) -> None:
+        found = self.calls.pop(call_id, None)
+        if found is None:
+            self.session.notes.append(f"{where}: a tool result for a call the log does not hold ({call_id}): left out")
+            return
+        found[0].result, found[0].is_error = output, is_error
+
+    def compacted(self, summary: str, where: str) -> None:
+        self.recorded = summary.strip() or None
+        self.session.notes.append(f"{where}: the agent compacted its history here (recorded for the `recorded` strategy)")
+
+    def _close(self) -> None:
+        if self.current is not None and self.pending:
+            self.current.final = "\n\n".join(self.pending)
+        self.pending = []
+
+    def finish(self) -> Session:
+        self._close()
+        for call, where in self.calls.values():
+            self.session.notes.append(f"{where}: the {call.tool} call has no result in the log (marked as an error)")
+        if self.recorded is not None:
+            self.session.notes.append("the log ends with a compaction no turn follows: left out")
+        return self.session
+
+
+def read_json(path: Path, what: str) -> Any:
+    """A whole-file JSON log, or an InputError naming the file, the line and what it should be."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError as exc:
+        raise InputError(path, f"cannot read it ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not {what}: not JSON ({exc.msg})", line=exc.lineno) from None
+
+
+def json_lines(path: Path, notes: list[str], what: str) -> list[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSONL log with their line numbers; lines that are not one are noted
+    (real logs end mid-line when the agent was killed) and left out."""
+    try:
+        raw = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        raise InputError(path, f"cannot read it ({exc.strerror})") from None
+    lines, broken = [], []
+    for number, line in enumerate(raw, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            entry = None
+        if isinstance(entry, dict):
+            lines.append((number, entry))
+        else:
+            broken.append(number)
+    if not lines:
+        raise InputError(path, f"not {what}: no line is a JSON object", line=broken[0] if broken else None)
+    if broken:
+        shown = ", ".join(map(str, broken[:10])) + (f" and {len(broken) - 10} more" if len(broken) > 10 else "")
+        notes.append(f"{path.name}: {'line' if len(broken) == 1 else 'lines'} {shown}: not a JSON object, "
+                             "left out")
+    return lines

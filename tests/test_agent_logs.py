@@ -1,0 +1,300 @@
+"""Agent-log importers (Claude Code, Codex CLI, SWE-agent, mini-swe-agent, chat messages), the facts
+derived from a log, redaction, variants and synthetic coding sessions: on small fixtures written
+for these tests (tests/data/agent_logs) and on the real logs in ../shared/data/agent-sessions."""
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.cli import main
+from harness.errors import InputError
+from harness.inputs.generators.coding import Options as CodingOptions, generate as generate_coding
+from harness.inputs.generators.variants import generate_variants
+from harness.inputs.importers import AGENT_FORMATS
+from harness.inputs.importers.agent_logs import FORMATS, Options, import_logs
+from harness.inputs.importers.redact import PATTERNS, redact_text
+from harness.inputs.scenario import Scenario, load_scenario
+from harness.messages import history_problem
+
+DATA = Path(__file__).parent / "data" / "agent_logs"
+SHARED = Path(__file__).parents[2] / "shared" / "data" / "agent-sessions"
+needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"shared agent logs not found at {SHARED}")
+
+
+def imported(fmt: str, path: Path, tmp_path: Path, **options) -> tuple[Scenario, list[str]]:
+    [result] = import_logs(fmt, [path], tmp_path / "out", Options(**options))
+    assert load_scenario(result.path) == result.scenario  # what was written validates as it was built
+    return result.scenario, result.notes
+
+
+def calls(scenario: Scenario) -> list:
+    return [c for t in scenario.turns if t.assistant for c in t.assistant.tool_calls]
+
+
+def facts(scenario: Scenario) -> dict[str, dict]:
+    return {f.id: f for t in scenario.turns for f in t.facts}
+
+
+def pairs_intact(scenario: Scenario) -> bool:
+    """Every tool_use of the replayed history has its tool_result in the next message."""
+    return history_problem(scenario.scripted_history()) is None
+
+
+def test_the_command_line_lists_every_format_it_reads():
+    assert set(FORMATS) == set(AGENT_FORMATS)
+
+
+# --- Claude Code ------------------------------------------------------------------------------
+
+
+def test_claude_code_follows_the_parent_chain_past_a_rewind_a_sidechain_and_a_compaction(tmp_path):
+    scenario, notes = imported("claude-code", DATA / "claude_code_session.jsonl", tmp_path)
+    text = yaml.safe_dump(scenario.model_dump())
+    # The rewound branch (an earlier child of the same parent) and the subagent's line are left out.
+    assert "abandoned_branch" not in text and "SUBAGENT" not in text
+    assert [c.tool for c in calls(scenario)] == ["Read", "Bash", "Edit", "Bash"]
+    assert calls(scenario)[1].is_error and "KeyError: 'currency_code'" in calls(scenario)[1].result
+    assert pairs_intact(scenario)
+    # Two user lines; the compaction's summary is recorded before the second one.
+    assert [t.user for t in scenario.turns if not t.continues] == [
+        "Fix the failing test in payments/ledger.py. Don't touch the migrations folder.", "Now run the whole suite."]
+    [recorded] = [t for t in scenario.turns if t.recorded_summary]
+    assert recorded.user == "Now run the whole suite." and "KeyError" in recorded.recorded_summary
+    assert "claude_code_session.jsonl: line 11: not a JSON object, left out" in notes
+    assert {"rewound (on a branch the session left): 2 lines left out", "sidechain (subagent): 1 line left out",
+            "meta: 1 line left out"} <= set(notes)
+    derived = facts(scenario)
+    assert derived["first-error"].answer == "KeyError: 'currency_code'"
+    assert derived["first-failures"].answer == "1"
+    assert derived["files-changed"].items == ["payments/currency.py"]
+    assert derived["commands-run"].items == ["pytest tests/test_ledger.py -x", "pytest -q"]
+    assert derived["constraint-1"].answer == "migrations folder" and derived["constraint-1"].constraint
+    assert {f.kind for f in derived.values()} == {"recall", "artifact", "constraint"}
+
+
+def test_a_file_that_is_not_a_claude_code_session_is_refused_with_its_name(tmp_path):
+    bad = tmp_path / "notes.jsonl"
+    bad.write_text('{"type": "summary"}\nnot json\n')
+    with pytest.raises(InputError, match="notes.jsonl: not a Claude Code session: no user or assistant line"):
+        import_logs("claude-code", [bad], tmp_path / "out", Options())
+    assert not (tmp_path / "out").exists()
+
+
+# --- Codex CLI --------------------------------------------------------------------------------
+
+
+def test_codex_links_calls_to_outputs_by_call_id_and_records_its_compaction(tmp_path):
+    scenario, notes = imported("codex", DATA / "codex_rollout.jsonl", tmp_path)
+    first, patch, test = calls(scenario)
+    # An argument list runs as the shell line it holds; a non-zero exit code is an error.
+    assert first.input["command"] == "python -m ingest tests/fixtures/empty.csv" and first.is_error
+    assert first.result.endswith("StopIteration: header row missing in empty.csv\n")
+    assert patch.tool == "apply_patch" and not patch.is_error
+    assert test.result.startswith("Exit code: 0") and not test.is_error
+    assert pairs_intact(scenario)
+    assert [t.user for t in scenario.turns if not t.continues] == [
+        "The importer crashes on empty CSV files; fix it in ingest/reader.py.", "Add a regression test too."]
+    assert "empty CSV" in next(t.recorded_summary for t in scenario.turns if t.recorded_summary)
+    assert "codex_rollout.jsonl: line 12: not a JSON object, left out" in notes
+    assert {"Codex preamble message: 1 item left out", "reasoning: 1 item left out"} <= set(notes)
+    derived = facts(scenario)
+    assert derived["files-changed"].items == ["ingest/reader.py"]  # from the patch's own header
+    assert derived["first-error"].answer == "StopIteration: header row missing in empty.csv"
+
+
+# --- chat messages ----------------------------------------------------------------------------
+
+
+def test_openai_messages_keep_parallel_tool_calls_together(tmp_path):
+    scenario, notes = imported("openai", DATA / "openai_messages.json", tmp_path)
+    assert [len(t.assistant.tool_calls) for t in scenario.turns] == [1, 2]
+    assert [c.result for c in calls(scenario)][1:] == ["wrote billing/config.py", "wrote deploy/run.sh"]
+    assert scenario.turns[-1].assistant.final == "Renamed in billing/config.py and deploy/run.sh."
+    assert pairs_intact(scenario)
+    assert facts(scenario)["files-changed"].items == ["billing/config.py", "deploy/run.sh"]
+    assert "1 system, developer or unreadable message left out" in notes
+
+
+def test_jsonl_with_a_conversation_a_line_writes_a_scenario_each(tmp_path):
+    log = tmp_path / "runs.jsonl"
+    conversation = json.loads((DATA / "openai_messages.json").read_text())
+    log.write_text("\n".join(json.dumps({"messages": conversation}) for _ in range(2)) + "\n")
+    results = import_logs("openai", [log], tmp_path / "out", Options())
+    assert [r.scenario.id for r in results] == ["runs-1", "runs-2"]
+
+
+def test_a_tool_result_for_a_call_the_log_lacks_is_left_out_and_said(tmp_path):
+    log = tmp_path / "orphan.json"
+    log.write_text(json.dumps([{"role": "user", "content": "List the files."},
+                               {"role": "tool", "tool_call_id": "nowhere", "content": "a.py"},
+                               {"role": "assistant", "content": "Done."}]))
+    scenario, notes = imported("openai", log, tmp_path)
+    assert "orphan.json: messages[1]: a tool result for a call the log does not hold (nowhere): left out" in notes
+    assert scenario.turns[0].assistant == "Done." or scenario.turns[0].assistant.text == "Done."
+
+
+# --- the real logs in shared/ ---------------------------------------------------------------
+
+
+@needs_shared
+@pytest.mark.parametrize("fmt, name, exchanges, steps, tool_calls, fact_ids", [
+    ("swe-agent", "swe-agent/marshmallow-1867.traj", 1, 11, 11,
+     {"task", "files-changed", "commands-run", "next-1", "next-2", "constraint-1"}),
+    ("swe-agent", "swe-agent/test-repo-i1.traj", 1, 5, 5, {"task", "files-changed", "commands-run", "constraint-1"}),
+    ("mini-swe-agent", "mini-swe-agent/local.traj.json", 1, 2, 2, {"task", "commands-run"}),
+    ("claude-code", "claude-code/representative_messages.jsonl", 4, 2, 2, {"task", "files-changed"}),
+    ("claude-code", "claude-code/todowrite_examples.jsonl", 2, 3, 3, {"task"}),
+])
+def test_real_logs_import_with_every_tool_pair_intact(fmt, name, exchanges, steps, tool_calls, fact_ids, tmp_path):
+    scenario, _ = imported(fmt, SHARED / name, tmp_path)
+    assert sum(not t.continues for t in scenario.turns) == exchanges
+    assert sum(bool(t.assistant and t.assistant.tool_calls) for t in scenario.turns) == steps
+    assert len(calls(scenario)) == tool_calls
+    assert pairs_intact(scenario)
+    assert set(facts(scenario)) == fact_ids
+
+
+@needs_shared
+def test_swe_agent_facts_come_from_the_trajectory(tmp_path):
+    scenario, notes = imported("swe-agent", SHARED / "swe-agent/marshmallow-1867.traj", tmp_path)
+    derived = facts(scenario)
+    assert derived["task"].answer == "TimeDelta serialization precision"
+    assert derived["files-changed"].items == ["reproduce.py", "src/marshmallow/fields.py"]
+    assert "python reproduce.py" in derived["commands-run"].items
+    assert derived["next-1"].answer == "fields.py" and derived["next-1"].probe_at == 4
+    assert "the run ended with exit status 'submitted'" in notes
+
+
+# --- overlay facts --------------------------------------------------------------------------
+
+
+def test_overlay_facts_join_the_derived_ones_and_bad_ones_are_located(tmp_path):
+    overlay = tmp_path / "decisions.yaml"
+    overlay.write_text("facts:\n  - turn: 2\n    id: decision-key\n    kind: decision\n"
+                       "    probe: What is the key named in the new schema?\n    answer: currency\n")
+    scenario, _ = imported("claude-code", DATA / "claude_code_session.jsonl", tmp_path, overlay=overlay)
+    assert facts(scenario)["decision-key"].kind == "decision"
+    overlay.write_text("facts:\n  - turn: 0\n    id: decision-key\n    kind: decision\n"
+                       "    probe: What is the key named in the new schema?\n    answer: currency\n")
+    with pytest.raises(InputError, match=r"decisions.yaml:6: facts\[0\].answer: 'currency' does not occur in turn 0"):
+        imported("claude-code", DATA / "claude_code_session.jsonl", tmp_path, overlay=overlay)
+    overlay.write_text("facts:\n  - turn: 40\n    id: x\n    kind: decision\n    probe: Which?\n    answer: currency\n")
+    with pytest.raises(InputError, match=r"decisions.yaml:2: facts\[0\].turn: the scenario has turns 0 to 3"):
+        imported("claude-code", DATA / "claude_code_session.jsonl", tmp_path, overlay=overlay)
+    overlay.write_text("facts:\n  - turn: 1\n    id: x\n    kind: decision\n    probe: Which?\n    anwser: currency\n")
+    with pytest.raises(InputError, match=r"anwser: unknown key \(did you mean `answer`\?\)"):
+        imported("claude-code", DATA / "claude_code_session.jsonl", tmp_path, overlay=overlay)
+
+
+# --- caps and secrets -------------------------------------------------------------------------
+
+
+def test_a_cap_cuts_long_outputs_before_facts_are_derived(tmp_path):
+    scenario, _ = imported("claude-code", DATA / "claude_code_session.jsonl", tmp_path, max_tool_output=40)
+    traceback = calls(scenario)[1].result
+    assert traceback.startswith("Traceback (most recent call last):") and "more characters cut at import" in traceback
+    assert "first-error" not in facts(scenario)  # the error was in the part cut
+
+
+def test_secrets_never_reach_the_scenario_and_their_count_is_printed(tmp_path, capsys):
+    assert main(["import", "openai", str(DATA / "secrets.json"), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    written = (tmp_path / "secrets.yaml").read_text()
+    for secret in ("sk-ant-api03", "AKIAIOSFODNN7EXAMPLE", "hunter2", "abcdef0123456789abcdef", "s3cretpass",
+                   "ghp_", "MIIEowIBAAKCAQEAx", "xoxb-", "sk-proj-"):
+        assert secret not in written, secret
+    assert "secrets redacted: 9 (1 anthropic-key, 1 aws-key, 1 bearer-token, 1 github-token, 1 openai-key, " \
+           "1 private-key, 1 secret-setting, 1 slack-token, 1 url-credentials)" in out
+    # No fact is derived from a redacted value; the unredacted error still is one.
+    derived = facts(load_scenario(tmp_path / "secrets.yaml"))
+    assert all("REDACTED" not in (f.answer or "") for f in derived.values())
+    assert derived["first-error"].answer == "deploy failed: quota exceeded for project staging-7731"
+
+
+def test_no_redact_keeps_the_log_as_it_was(tmp_path):
+    scenario, _ = imported("openai", DATA / "secrets.json", tmp_path, redact=False)
+    assert "AKIAIOSFODNN7EXAMPLE" in scenario.turns[0].user
+
+
+@pytest.mark.parametrize("kind, pattern, _", PATTERNS)
+def test_every_secret_shape_has_an_example_it_catches(kind, pattern, _):
+    examples = {"private-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----",
+                "anthropic-key": "sk-ant-admin01-" + "x" * 30, "openai-key": "sk-" + "A1" * 12,
+                "aws-key": "ASIA" + "Z" * 16, "github-token": "github_pat_" + "a" * 30,
+                "slack-token": "xoxp-1234-abcdefgh", "google-key": "AIza" + "b" * 35,
+                "jwt": "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4",
+                "bearer-token": "Authorization: Bearer 0123456789abcdef", "url-credentials": "postgres://app:pw@db.internal/x",
+                "secret-setting": "export STRIPE_SECRET=whsec_123456"}
+    counts = Counter()
+    assert "[REDACTED:" in redact_text(examples[kind], counts) and counts[kind] == 1
+
+
+# --- variants ---------------------------------------------------------------------------------
+
+
+def strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [s for item in items for s in strings(item)]
+
+
+def test_variants_change_every_occurrence_of_a_value_and_nothing_else(tmp_path):
+    imported("claude-code", DATA / "claude_code_session.jsonl", tmp_path)
+    path = tmp_path / "out" / "claude_code_session.yaml"
+    written, count, kept = generate_variants(path, 3, 0, tmp_path / "variants")
+    assert kept == ["task"]  # a paraphrased fact keeps its value
+    original = yaml.safe_load(path.read_text())
+    planted = {f["id"]: f for t in original["turns"] for f in t.get("facts", [])}
+
+    def values(fact):
+        return [fact.get("answer"), *fact.get("aliases", []), *fact.get("items", [])]
+
+    def body(data):  # every text of the conversation, facts aside
+        return [s for t in data["turns"] for s in strings({k: v for k, v in t.items() if k != "facts"})]
+
+    seen = set()
+    for variant_path in written:
+        variant = yaml.safe_load(variant_path.read_text())
+        assert variant["variant_of"] == "claude_code_session"
+        new = {f["id"]: f for t in variant["turns"] for f in t.get("facts", [])}
+        mapping = {redrawn: old for fid in planted if fid != "task"
+                   for old, redrawn in zip(values(planted[fid]), values(new[fid])) if old != redrawn}
+        assert len(mapping) == count == 5, mapping  # "pytest -q" and "1" have no word of their own: kept
+        # No re-drawn value is left anywhere in the conversation...
+        assert not any(re.search(rf"(?<!\w){re.escape(old)}(?!\w)", s) for old in mapping.values() for s in body(variant))
+        # ...and mapping each new value back gives the original conversation exactly.
+        back = re.compile("|".join(map(re.escape, sorted(mapping, key=len, reverse=True))))
+        assert [back.sub(lambda m: mapping[m[0]], s) for s in body(variant)] == body(original)
+        seen.add(new["files-changed"]["items"][0])
+    assert len(seen) == 3  # each variant draws its own values
+
+
+def test_variants_of_a_bad_scenario_are_refused_before_anything_is_written(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("id: bad\ndescription: x\nturns: []\n")
+    with pytest.raises(InputError, match="bad.yaml"):
+        generate_variants(bad, 2, 0, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+# --- synthetic coding sessions ----------------------------------------------------------------
+
+
+def test_generated_coding_sessions_are_long_seeded_and_probe_every_kind(tmp_path):
+    first = generate_coding(CodingOptions(scenarios=2, steps=30, seed=3), tmp_path / "a")
+    again = generate_coding(CodingOptions(scenarios=2, steps=30, seed=3), tmp_path / "b")
+    assert [p.read_text() for p in first] == [p.read_text() for p in again]
+    scenario = load_scenario(first[0])
+    assert sum(not t.continues for t in scenario.turns) == 1 and len(calls(scenario)) == 30
+    assert sum(len(t.text()) for t in scenario.turns) > 20_000 and pairs_intact(scenario)
+    kinds = Counter(f.kind for f in facts(scenario).values())
+    assert {"recall", "artifact", "continuation", "decision", "constraint"} <= set(kinds)
+    assert len(facts(scenario)["files-changed"].items) >= 3
+    assert first[0].read_text() != first[1].read_text()
+    with pytest.raises(ValueError, match="at least 12 tool steps"):
+        generate_coding(CodingOptions(steps=5), tmp_path / "c")
