@@ -55,6 +55,8 @@ def render_message(message: Message) -> str:
             parts.append(f"{message['role']}: {block['text']}")
         elif block["type"] == "tool_use":
             parts.append(f"{message['role']} called {block['name']}({block['input']})")
+        elif block["type"] == "compaction":  # a server-side summary of what came before
+            parts.append(f"[compacted earlier conversation: {block.get('content') or ''}]")
     return "\n".join(parts)
 
 
@@ -85,11 +87,17 @@ def _holds_results(message: Message) -> bool:
         block.get("type") == "tool_result" for block in message["content"])
 
 
+def opens_with_compaction(messages: list[Message]) -> bool:
+    """The history opens with a server compaction block, as the API requires after one."""
+    content = messages[0]["content"] if messages else None
+    return isinstance(content, list) and bool(content) and content[0].get("type") == "compaction"
+
+
 def history_problem(messages: list[Message]) -> str | None:
     """Why the Messages API would refuse this history, or None: it opens with a user message, roles
     alternate, and each tool_use is answered by a tool_result in the next message (and only so)."""
-    if messages and messages[0]["role"] != "user":
-        return "the history does not open with a user message"
+    if messages and messages[0]["role"] != "user" and not opens_with_compaction(messages):
+        return "the history does not open with a user message (or a server compaction block)"
     for i, message in enumerate(messages):
         if i and message["role"] == messages[i - 1]["role"]:
             return f"messages {i - 1} and {i} are both {message['role']}"
@@ -103,3 +111,10 @@ def history_problem(messages: list[Message]) -> str | None:
         if answered - asked:
             return f"a tool_result of message {i + 1} answers no tool_use of message {i}"
     return None
+
+
+def measure(messages: list[Message], client: Any, unit: str) -> int:
+    """The history's size in the budget's unit: characters (as the seed) or model tokens."""
+    if unit == "tokens":
+        return client.count_tokens(messages=messages) if messages else 0
+    return history_size(messages)

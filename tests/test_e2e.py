@@ -268,10 +268,12 @@ def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, 
     assert compactions[0]["summary"]
 
 
-def test_the_agent_eval_on_the_embedded_model(tmp_path, capsys):
+def test_the_agent_and_alternatives_evals_on_the_embedded_model(tmp_path, capsys):
     """evals/agent.yaml as shipped: imported agent logs and generated coding sessions compacted
     inside their tool loops (cut: steps) by two prompts on the embedded model, and the hand-written
-    Claude Code log's own recorded summary (no model call: its retention is known exactly)."""
+    Claude Code log's own recorded summary (no model call: its retention is known exactly). Then
+    evals/alternatives.yaml on the same sessions (its summary cases come from the response cache):
+    masking and clearing tool results, the server-side strategies skipped and said so."""
     root = Path(__file__).parents[1]
     assert main(["run", str(root / "evals" / "agent.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
     out = capsys.readouterr().out
@@ -291,3 +293,12 @@ def test_the_agent_eval_on_the_embedded_model(tmp_path, capsys):
     inside = {c["scenario"] for c in compactions if c["scenario"].startswith("coding-") and c["before_turn"] > 0
               and c["summary"]}
     assert inside == {f"coding-1-00{n}" for n in range(4)}
+    capsys.readouterr()
+    assert main(["run", str(root / "evals" / "alternatives.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    run_dir = max((tmp_path / "r" / "runs").glob("alternatives-*"))
+    retention = read_jsonl(run_dir / "retention.jsonl")
+    assert {r["strategy"] for r in retention} == {"summary", "mask-observations", "clear-tool-results"}
+    edits = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["strategy"] != "summary"]
+    assert edits and all(c["edited"] > 0 and c["summary"] is None and c["size_after"] < c["size_before"] for c in edits)
+    assert "mask-observations" in out and "Compression and cost per prompt" in out

@@ -59,6 +59,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from ..execution.cases import plan_cases, probed_facts
     from ..execution.evals import load_eval
     from ..inputs.files import load_yaml
+    from .run import claude_line
     from ..inputs.scenario import load_scenario, probes
 
     failed = 0
@@ -71,6 +72,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(f"{path}: ok ({plural(len(ev.scenarios), 'scenario')}, {plural(len(ev.prompts), 'prompt')}; "
                       f"a run plays {plural(len(cases), 'case')} and asks {plural(probed, 'probe')})")
                 print(power_line(ev, Path(args.results)))
+                print(claude_line(ev))
             else:
                 scenario = load_scenario(path)
                 facts = probes(scenario)

@@ -180,12 +180,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if ev.spec.prices:
         table["cost (at most)"] = [f"{cost:,.2f}" for cost in costs(plan, ev.spec.prices).values()]
     print(table.to_string(formatters={c: "{:,}".format for c in ("requests", "input tokens", "output tokens")}))
+    print(f"  of the direct requests, {plan.compaction.requests:,} compact (summaries, server compaction, context "
+          f"edits): {plan.compaction.input_tokens:,} input tokens, at most {plan.compaction.output_tokens:,} output")
+    print(claude_line(ev))
     if ev.spec.prices:
         print(f"prices per million tokens: {ev.spec.prices.model_dump(exclude_none=True)} (batch: half, unless given)")
     else:
         print("cost: give --input-price and --output-price (per million tokens), or `prices:` in the eval")
     print("each batch wave waits for its batch to end (the provider allows up to 24 h)")
     return EXIT_OK
+
+
+def claude_line(ev) -> str:
+    """What of the eval needs Claude's API, and what the embedded model leaves out."""
+    needs = [name for name, strategy in ev.strategies.items() if strategy.needs_claude]
+    if ev.skipped:
+        return f"  skipped on the embedded model (they need Claude's API): {', '.join(ev.skipped)}"
+    return f"  needs Claude's API (server-side): {', '.join(needs)}" if needs else "  needs nothing beyond the Messages API"
 
 
 def register(commands) -> None:

@@ -21,7 +21,8 @@ from ..errors import InputError
 from ..messages import Message, content_text
 from ..models.client import ModelError, Usage, usage_of
 from ..records.schema import CompactionEvent
-from .seed import CompactionSettings, TranscriptTooLarge, measure
+from ..messages import measure
+from .seed import CompactionSettings, TranscriptTooLarge
 
 # (messages, client, output_stream, context_limit, settings, events) -> messages
 Strategy = Callable[[list[Message], Any, TextIO, int, CompactionSettings, list[CompactionEvent]], list[Message]]

@@ -9,6 +9,8 @@ from typing import Callable
 
 from .custom import Strategy, custom_compaction, is_contextual
 from .seed import compact, recorded, truncate
+from .server import anthropic_auto_compact, anthropic_compact, anthropic_context_editing
+from .tool_results import clear_tool_results, mask_observations
 
 
 @dataclass(frozen=True)
@@ -23,12 +25,25 @@ class StrategySpec:
     uses_prompt: bool
     uses_history: bool = True  # False: probes are asked with no conversation at all
     needs_recorded: bool = False  # compacts only where an imported log's agent did
+    needs_claude: bool = False  # a server-side feature of Claude's API: the embedded model cannot serve it
+    needs_tokens: bool = False  # its budget is an input-token trigger: the eval's unit must be tokens
 
 
 STRATEGIES = {spec.name: spec for spec in (
     StrategySpec("summary", compact, uses_budget=True, uses_prompt=True),
     StrategySpec("truncate", truncate, uses_budget=True, uses_prompt=False),
     # An imported log's own compactions, at its own cut points: no budget, no prompt, no model call.
+    # Old tool results emptied in place, no model call (see tool_results).
+    StrategySpec("mask-observations", mask_observations, uses_budget=True, uses_prompt=False),
+    StrategySpec("clear-tool-results", clear_tool_results, uses_budget=True, uses_prompt=False),
+    # Anthropic's server-side compaction and context editing (see server).
+    StrategySpec("anthropic-compact", anthropic_compact, uses_budget=True, uses_prompt=True, needs_claude=True),
+    StrategySpec("anthropic-compact-default", anthropic_compact, uses_budget=True, uses_prompt=False,
+                 needs_claude=True),
+    StrategySpec("anthropic-auto-compact", anthropic_auto_compact, uses_budget=True, uses_prompt=False,
+                 needs_claude=True, needs_tokens=True),
+    StrategySpec("anthropic-context-editing", anthropic_context_editing, uses_budget=True, uses_prompt=False,
+                 needs_claude=True),
     StrategySpec("recorded", recorded, uses_budget=False, uses_prompt=False, needs_recorded=True),
     StrategySpec("none", None, uses_budget=False, uses_prompt=False),
     StrategySpec("no-history", None, uses_budget=False, uses_prompt=False, uses_history=False),

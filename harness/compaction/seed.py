@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
-from ..messages import Message, cut_points, first_text, history_size, render_message
+from ..messages import Message, cut_points, first_text, measure, render_message
 from ..models.client import Usage, usage_of
 from ..records.schema import CompactionEvent
+from .tool_results import ToolClearing
 
 SEED_SUMMARY_PROMPT = (
     "Summarise the conversation below so the assistant can continue it without the original. "
@@ -44,17 +45,11 @@ class CompactionSettings:
     # compacted, all of the history before it, whatever the budget).
     cut: Literal["turns", "steps", "recorded"] = "turns"
     recorded_summary: str | None = None  # the log's own summary at this point (set by the runner)
+    tool_results: ToolClearing = ToolClearing()  # what mask-observations and clear-tool-results keep
 
 
 class TranscriptTooLarge(Exception):
     """One exchange alone is longer than the transcript limit: it cannot be summarised."""
-
-
-def measure(messages: list[Message], client: Any, unit: str) -> int:
-    """The history's size in the budget's unit: characters (as the seed) or model tokens."""
-    if unit == "tokens":
-        return client.count_tokens(messages=messages) if messages else 0
-    return history_size(messages)
 
 
 def split_point(messages: list[Message], size: int, context_limit: int | None,

@@ -71,3 +71,10 @@ def first_verbatim_turn(messages: list[Message], starts: list[Message]) -> int:
     is not mistaken for a turn. Compaction folds a prefix, so the kept ones are the last turns (and
     two turns with the same user line are counted apart)."""
     return len(starts) - sum(1 for message in messages if message in starts)
+
+
+def first_unedited_turn(messages: list[Message], turns: list[list[Message]]) -> int:
+    """After an in-place edit (old tool results cleared), turns before this one had some message
+    changed: the first turn after the last one with a message no longer in the history as played."""
+    changed = [t for t, played in enumerate(turns) if any(message not in messages for message in played)]
+    return changed[-1] + 1 if changed else 0

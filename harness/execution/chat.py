@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import TextIO
 
-from ..compaction.seed import measure
+from ..messages import measure
 from .agent import Agent, Tool, ToolRegistry
 
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,

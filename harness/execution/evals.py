@@ -10,7 +10,8 @@ from typing import Any, Callable
 from ..compaction.custom import import_strategy
 from ..compaction.registry import STRATEGIES, StrategySpec, custom_strategy
 from ..inputs.evalfile import EvalSource, read_eval
-from ..models.backends import default_summary_layout
+from ..errors import did_you_mean
+from ..models.backends import default_summary_layout, is_local
 
 
 @dataclass
@@ -19,6 +20,7 @@ class Eval(EvalSource):
 
     strategies: dict[str, StrategySpec]
     custom: dict[str, Callable]  # module:function strategies, imported only when named
+    skipped: list[str]  # claude_strategies left out because the model is the embedded one
 
     def strategy(self, name: str) -> StrategySpec:
         return self.strategies[name]
@@ -31,6 +33,14 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
     spec, doc = source.spec, source.doc
     if spec.summary_layout is None:  # resolved here, so the manifest records what was run
         spec.summary_layout = default_summary_layout(spec.model, spec.base_url)
+    local = is_local(spec.model, spec.base_url)
+    skipped = list(spec.claude_strategies) if local else []
+    listed = list(spec.strategies)
+    if not local:  # the manifest records what runs
+        spec.strategies += [name for name in spec.claude_strategies if name not in spec.strategies]
+    for i, name in enumerate(spec.claude_strategies):
+        if name not in STRATEGIES:
+            raise doc.error(("claude_strategies", i), f"unknown strategy {name!r}{did_you_mean(name, list(STRATEGIES))}")
     custom = {}
     for i, name in enumerate(spec.strategies):
         if ":" in name:
@@ -40,7 +50,20 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
                                              "or module:function")
     strategies = {name: custom_strategy(name, custom[name]) if name in custom else STRATEGIES[name]
                   for name in spec.strategies}
+    for name, strategy in strategies.items():
+        where = ("strategies", listed.index(name)) if name in listed else \
+            ("claude_strategies", spec.claude_strategies.index(name))
+        if strategy.needs_claude and local:
+            raise doc.error(where, f"{name} needs Claude's Messages API (server-side compaction or context editing); "
+                                   f"the embedded model cannot serve it: run with --model claude-sonnet-4-5 (or "
+                                   "--base-url a server that implements it), or list it under claude_strategies")
+        if strategy.needs_claude and spec.batch:
+            raise doc.error(("batch",), f"{name} sends beta requests one at a time (its block goes into the next "
+                                        "request): run it without batch mode")
+        if strategy.needs_tokens and spec.unit != "tokens":
+            raise doc.error(("unit",), f"{name} sends its budget to the server as an input-token trigger: "
+                                       "set unit: tokens")
     needs_prompt = [name for name, s in strategies.items() if s.uses_prompt and name not in custom]
     if needs_prompt and not source.prompts:
         raise doc.error(("prompts",), f"the {needs_prompt[0]} strategy needs at least one prompt file")
-    return Eval(**vars(source), strategies=strategies, custom=custom)
+    return Eval(**vars(source), strategies=strategies, custom=custom, skipped=skipped)

@@ -23,6 +23,7 @@ from ..models.backends import sampled
 from ..models.batch import BatchEndpoint, Outcome, Status
 from ..models.cache import ResponseCache
 from ..models.client import ModelError, Reply, reply_problem
+from .agent import AGENT_SYSTEM
 from .cases import Case, plan_cases
 from .evals import Eval
 from .executors import in_waves
@@ -45,9 +46,21 @@ def longest_reply(request: dict[str, Any]) -> dict[str, Any]:
     words = " ".join(WORDS[int(digit, 16)] for digit in digest) + " "
     chars = request["max_tokens"] * CHARS_PER_TOKEN
     text = (words * (chars // len(words) + 1))[:chars]
+    edits = [edit.get("type") for edit in (request.get("context_management") or {}).get("edits", [])]
+    if "compaction" in request or "compact_20260112" in edits:  # a server-side compaction: its block, alone
+        return {"type": "message", "role": "assistant", "stop_reason": "compaction",
+                "content": [{"type": "compaction", "content": text, "encrypted_content": digest, "signature": digest}],
+                "usage": {"input_tokens": 0, "output_tokens": 0, "iterations": [
+                    {"type": "compaction", "input_tokens": 0, "output_tokens": request["max_tokens"],
+                     "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}]}}
     return {"type": "message", "role": "assistant", "stop_reason": "max_tokens",
             "content": [{"type": "text", "text": text}],
             "usage": {"input_tokens": 0, "output_tokens": request["max_tokens"]}}
+
+
+def compacts(request: dict[str, Any]) -> bool:
+    """A request that writes a summary or edits the context, not an agent's reply or a probe answer."""
+    return request.get("system") != AGENT_SYSTEM or "compaction" in request or "context_management" in request
 
 
 @dataclass
@@ -57,6 +70,7 @@ class Occurrence:
     key: str
     cached: bool  # answered by the response cache as it stands before the run
     max_tokens: int
+    compacts: bool  # a compaction request (see `compacts`)
 
 
 @dataclass
@@ -75,6 +89,7 @@ class Rehearsal:
     cached: int = 0
     input_tokens: int = 0  # of the requests a direct run would send
     output_tokens: int = 0
+    compaction: list[int] = field(default_factory=lambda: [0, 0, 0])  # of those: compaction requests, in, out
     sent: set[str] = field(default_factory=set)  # requests a direct run with a cache has sent by now
     _played: threading.local = field(default_factory=threading.local)
 
@@ -82,7 +97,7 @@ class Rehearsal:
         _, key = sampled(self.identity, self.sampling, request, sample)
         hit = self.cache.get(key) if self.cache else None
         cached = hit is not None and reply_problem(hit) is None
-        self._played.requests.append(Occurrence(key, cached, request["max_tokens"]))
+        self._played.requests.append(Occurrence(key, cached, request["max_tokens"], compacts(request)))
         if cached:
             return Reply(hit, cached=True)
         if key in self.answered:
@@ -106,6 +121,9 @@ class Rehearsal:
             self.calls += 1
             self.input_tokens += self.waves.endpoint.tokens[occurrence.key]
             self.output_tokens += occurrence.max_tokens
+            if occurrence.compacts:
+                spent = (1, self.waves.endpoint.tokens[occurrence.key], occurrence.max_tokens)
+                self.compaction = [a + b for a, b in zip(self.compaction, spent)]
 
     def count_tokens(self, **request: Any) -> int:
         return self.waves.endpoint.count(request)
@@ -190,6 +208,7 @@ class Estimate:
     waves: int
     batches: int
     counted_by: str  # how input tokens were measured
+    compaction: Work = Work(0, 0, 0)  # of the direct requests, those that compact (summaries, server compaction, edits)
 
 
 def estimate(ev: Eval, identity: str, sampling: dict[str, Any], cache: ResponseCache | None,
@@ -206,7 +225,7 @@ def estimate(ev: Eval, identity: str, sampling: dict[str, Any], cache: ResponseC
     return Estimate(len(cases), client.cached, Work(client.calls, client.input_tokens, client.output_tokens),
                     Work(report.submitted, endpoint.input_tokens, endpoint.output_tokens), report.waves,
                     len(report.batches), "the endpoint's count_tokens" if endpoint.counter is not None
-                    else f"characters ({CHARS_PER_TOKEN} per token)")
+                    else f"characters ({CHARS_PER_TOKEN} per token)", Work(*client.compaction))
 
 
 def costs(estimate: Estimate, prices: Prices) -> dict[str, float]:

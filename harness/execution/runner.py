@@ -10,8 +10,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 from ..compaction.custom import StrategyError
-from ..compaction.seed import CompactionSettings, TranscriptTooLarge, measure
-from ..messages import Message, render_message
+from ..compaction.seed import CompactionSettings, TranscriptTooLarge
+from ..compaction.tool_results import ToolClearing
+from ..messages import Message, measure, render_message
 from ..inputs.evalfile import Prompt
 from ..inputs.scenario import Probe, Scenario, probes
 from ..models.client import ContextOverflow, ModelError, Usage
@@ -19,7 +20,7 @@ from ..records.schema import OVERFLOWED, CaseRow, CompactionEvent, CompactionRec
 from ..scoring.matchers import ScoringError, SetMatch, states, states_about
 from ..scoring.verdict import verdict
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
-from .cases import Case, first_verbatim_turn, probed_facts, resolve_limit
+from .cases import Case, first_unedited_turn, first_verbatim_turn, probed_facts, resolve_limit
 from .evals import Eval
 from .judge import JudgeError, judge_says_recalled
 
@@ -54,6 +55,9 @@ class PlayedCase:
     compactions: list[CompactionRecord]
     retention: list[RetentionRecord]
     starts: list[Message] = field(default_factory=list)  # the first message of each turn played
+    # Each scripted turn's messages as played (a live turn: its user line), to tell which turns an
+    # in-place edit (clearing old tool results) changed.
+    turn_messages: list[list[Message]] = field(default_factory=list)
     early: dict[str, ProbeRequest] = field(default_factory=dict)  # facts asked before a turn (`probe_at`)
     error: str | None = None  # why the case failed: every fact is then an error
 
@@ -108,9 +112,13 @@ class CaseRunner:
     def _agent(self, case: Case, scenario: Scenario, limit: int | None) -> Agent:
         spec = self.ev.spec
         prompt = self.prompts.get(case.prompt)
+        clearing = spec.tool_results
+        inputs = clearing.clear_tool_inputs
         settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent, spec.summary_max_tokens,
                                       spec.unit, spec.summary_transcript_chars, spec.summary_layout,
-                                      prompt.id if prompt else None, spec.cut)
+                                      prompt.id if prompt else None, spec.cut, tool_results=ToolClearing(
+                                          clearing.keep, tuple(clearing.exclude_tools),
+                                          tuple(inputs) if isinstance(inputs, list) else inputs, clearing.clear_at_least))
         strategy = self.ev.strategy(case.strategy).compact  # None: the history is never compacted
         tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result))
                               for t in scenario.tools])
@@ -162,10 +170,12 @@ class CaseRunner:
                     if turn.assistant is None:
                         agent.messages.append({"role": "user", "content": turn.user})
                         played.starts.append(agent.messages[-1])
+                        played.turn_messages.append([agent.messages[-1]])
                         agent.respond()
                     else:
                         added = turn.messages(index)
                         played.starts.append(added[0])
+                        played.turn_messages.append(added)
                         agent.messages += added
                 # The compaction the agent would run before the next user line (the probe).
                 agent.settings = replace(agent.settings, recorded_summary=None)
@@ -182,18 +192,23 @@ class CaseRunner:
         seen = len(agent.events)
         agent.compact()
         for event in agent.events[seen:]:
-            verbatim_from = first_verbatim_turn(agent.messages, played.starts[:turn])
+            if event.edited:  # old tool results emptied in place: what is left of the edited turns is the history
+                verbatim_from = first_unedited_turn(agent.messages, played.turn_messages[:turn])
+                left = "\n".join(map(render_message, agent.messages))
+            else:
+                verbatim_from, left = first_verbatim_turn(agent.messages, played.starts[:turn]), event.summary
             played.compactions.append(CompactionRecord(**asdict(played.row), before_turn=turn,
                                                        first_verbatim_turn=verbatim_from, event=event))
             if event.folded_messages:
-                played.retention += self._retention(event, len(played.compactions) - 1, turn, verbatim_from,
+                played.retention += self._retention(event, left, len(played.compactions) - 1, turn, verbatim_from,
                                                     played.row)
 
-    def _retention(self, event: CompactionEvent, index: int, turn: int, verbatim_from: int,
+    def _retention(self, event: CompactionEvent, left: str | None, index: int, turn: int, verbatim_from: int,
                    row: CaseRow) -> list[RetentionRecord]:
-        """For each probed fact folded so far: does this compaction's summary state the value the
-        fact had at this point (of its subject)? Dropped without a summary (truncate): not retained;
-        replaced by messages with no text to check: unknown (None)."""
+        """For each probed fact folded so far: does what this compaction left of its turns (the
+        summary; after an in-place edit, the whole history) state the value the fact had at this
+        point (of its subject)? Dropped without a summary (truncate): not retained; replaced by
+        messages with no text to check: unknown (None)."""
         records = []
         for fact in self.facts[row.scenario]:
             current = fact.value_before(turn)
@@ -201,10 +216,10 @@ class CaseRunner:
                 continue  # not planted yet, or its current value is still verbatim
             value_turn, expected = current
             credit = None
-            if event.summary is not None:
-                retained = states_about(event.summary, expected, fact.subject, self.subjects[row.scenario])
+            if left is not None:
+                retained = states_about(left, expected, fact.subject, self.subjects[row.scenario])
                 if isinstance(expected.matcher, SetMatch):
-                    credit = expected.matcher.share(event.summary, expected, within=True)
+                    credit = expected.matcher.share(left, expected, within=True)
             else:  # dropped outright (truncate): not retained; replaced by text-less messages: unknown
                 retained = False if event.replaced_with == 0 else None
                 credit = 0.0 if retained is False and isinstance(expected.matcher, SetMatch) else None
@@ -285,13 +300,17 @@ class CaseRunner:
         record.compactions = sum(1 for c in compactions
                                  if c.event.folded_messages and c.first_verbatim_turn > fact.changed_turn)
         record.in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
-        folds = [c.event for c in compactions if c.event.folded_messages]
-        unidentified = bool(folds) and folds[-1].summary is None and folds[-1].replaced_with > 0
+        folds = [c for c in compactions if c.event.folded_messages]
+        unidentified = bool(folds) and folds[-1].event.summary is None and folds[-1].event.replaced_with > 0 \
+            and not folds[-1].event.edited
         starts = played.starts[:turns]
         first = next((i for i, m in enumerate(history) if m in starts), len(history))
         verbatim = "\n".join(map(render_message, history[first:]))  # what follows the summary, as played
         seen_again = expected is not None and states(verbatim, expected, within=True)
-        if fact.changed_turn >= first_verbatim_turn(history, starts) or seen_again:
+        # After an in-place edit every turn's opening is still there: the edit's own count says which changed.
+        verbatim_from = folds[-1].first_verbatim_turn if folds and folds[-1].event.edited else \
+            first_verbatim_turn(history, starts)
+        if fact.changed_turn >= verbatim_from or seen_again:
             record.location = "verbatim"
         elif unidentified:  # replaced by something with no text to check: never blame a summary unseen
             record.location, record.in_summary = "unknown", None

@@ -69,6 +69,19 @@ class GateSettings(BaseModel):
                                                              "at this power cannot pass.")
 
 
+class ToolResultSettings(BaseModel):
+    """What mask-observations, clear-tool-results and anthropic-context-editing keep (the fields of
+    Anthropic's `clear_tool_uses_20250919` edit)."""
+
+    model_config = ConfigDict(extra="forbid")
+    keep: StrictInt = Field(default=3, ge=0, description="The most recent tool uses whose results stay.")
+    exclude_tools: list[str] = Field(default=[], description="Tools whose results are never cleared.")
+    clear_tool_inputs: bool | list[str] = Field(
+        default=False, description="Also clear the inputs of cleared calls: true for all, or a list of tool names.")
+    clear_at_least: StrictInt = Field(default=0, ge=0, description="Clear only when at least this many units (the "
+                                                                     "eval's unit) would go.")
+
+
 class Prices(BaseModel):
     """What the model costs, in any currency per million tokens; no price is built in."""
 
@@ -96,6 +109,10 @@ class EvalFile(BaseModel):
     strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
         default=["summary", "none", "no-history"], min_length=1,
         description="summary, none, truncate, no-history, or module:function (see the README's list).")
+    claude_strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
+        default=[], description="Strategies run only when the model is not the embedded one (Claude, or a --base-url "
+                                "server): Anthropic's server-side compaction and context editing. On the embedded "
+                                "model they are skipped, and validate, plan and run say so.")
     max_turns: StrictInt | None = Field(
         default=None, ge=1, description="Play only each scenario's first N turns; facts planted later are not "
                                         "probed and percentage budgets are shares of what is played.")
@@ -105,6 +122,8 @@ class EvalFile(BaseModel):
         default=None, min_length=1, description="Run only these summary prompts (by id, the file name without .txt).")
     limit: StrictInt | None = Field(default=None, ge=1, description="Run only the first N cases of the plan.")
     keep_recent: StrictInt = Field(default=1, ge=0)
+    tool_results: ToolResultSettings = Field(default_factory=ToolResultSettings,
+                                             description="For strategies that clear old tool results in place.")
     repeats: StrictInt = Field(default=1, ge=1)
     temperature: StrictFloat = Field(default=0.0, ge=0, le=2)
     summary_max_tokens: StrictInt = Field(default=512, ge=1)

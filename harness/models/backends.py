@@ -73,7 +73,9 @@ class Backend:
             with self._lock:
                 self.calls += 1
             try:
-                data = _data(self.client.messages.create(model=self.model, extra_body=sampling or None, **request))
+                # Server-side compaction and context editing are beta features: their requests name the betas.
+                api = self.client.beta.messages if "betas" in request else self.client.messages
+                data = _data(api.create(model=self.model, extra_body=sampling or None, **request))
             except json.JSONDecodeError as exc:
                 problem = f"the body is not valid JSON ({exc})"
             except anthropic.APIError as exc:

@@ -57,7 +57,10 @@ class Reply(dict):
     def __init__(self, data: dict[str, Any], latency_s: float = 0.0, cached: bool = False):
         super().__init__(data)
         tokens = data.get("usage") or {}
-        self.usage = Usage(tokens.get("input_tokens", 0), tokens.get("output_tokens", 0),
+        # A server-side compaction's own tokens are reported apart, in `iterations`, not in the totals.
+        compactions = [i for i in tokens.get("iterations") or [] if isinstance(i, dict) and i.get("type") == "compaction"]
+        self.usage = Usage(tokens.get("input_tokens", 0) + sum(i.get("input_tokens", 0) for i in compactions),
+                           tokens.get("output_tokens", 0) + sum(i.get("output_tokens", 0) for i in compactions),
                            tokens.get("cache_read_input_tokens") or 0, latency_s, cached)
 
 

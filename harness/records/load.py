@@ -99,6 +99,14 @@ def summaries(compactions: pd.DataFrame) -> pd.DataFrame:
     return made.assign(ratio=made["size_after"] / made["size_before"])
 
 
+def shrinks(compactions: pd.DataFrame) -> pd.DataFrame:
+    """Compactions that changed the history: a summary written, or old tool results cleared in
+    place (no summary, no model call); each with its `ratio` of size after to size before."""
+    edited = compactions["edited"].fillna(0) > 0 if "edited" in compactions else False
+    made = compactions[compactions["summary"].notna() | edited]
+    return made.assign(ratio=made["size_after"] / made["size_before"])
+
+
 def budget_order(budget: str) -> tuple[bool, float]:
     """Sort key of budgets as written: absolute ones first, each kind by size."""
     return (budget.endswith("%"), float(budget.rstrip("%")))

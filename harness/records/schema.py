@@ -16,6 +16,7 @@ CEILING, NO_HISTORY = CONTROL_LABELS["none"], CONTROL_LABELS["no-history"]
 CONTROLS = tuple(CONTROL_LABELS.values())
 METRICS = ("retention", "recall")  # does the summary state the fact; does the probe answer
 OVERFLOWED = "context window exceeded"  # how an error that is a context overflow begins
+NO_SUMMARY = "the server returned no summary (compaction content null)"  # its own outcome, not the prompt's
 
 
 def variant(strategy: str, prompt: str | None) -> str:
@@ -44,6 +45,8 @@ class CompactionEvent:
     error: str | None = None  # set when the compaction was skipped; the history is unchanged
     replaced_with: int = 0  # new messages put in place of the folded ones (0: dropped outright)
     capped: bool | None = None  # the summary stopped at its token cap (max_tokens); None: no model wrote it
+    edited: int = 0  # tool results cleared in place (mask-observations, clear-tool-results, context editing)
+    cleared_input_tokens: int | None = None  # context editing: what the server reported it cleared
 
 
 @dataclass(kw_only=True)

@@ -11,8 +11,8 @@ import pandas as pd
 from ..analysis.compare import retention_units, sensitivity
 from ..analysis.rates import compacting, recall_rate, retention_rate, variant_order
 from ..analysis.stats import minimum_detectable_drop, rate
-from ..records.load import budget_order, failed, overflowed, summaries
-from ..records.schema import OVERFLOWED
+from ..records.load import budget_order, failed, overflowed, shrinks, summaries
+from ..records.schema import NO_SUMMARY, OVERFLOWED
 
 
 def rate_text(group: pd.DataFrame) -> str:
@@ -194,15 +194,18 @@ def summary_costs(compactions: pd.DataFrame, wave_seconds: list[float] | None = 
     compressing is no improvement), and how often the summary was cut at its token cap (with its
     interval, compactions of one case counted as a cluster). `wave_seconds`: a batch run's waves, whose wait is every
     request's latency (the model's own is not measured there)."""
-    made = summaries(compactions)
+    made = shrinks(compactions)
+    unwritten = compactions[compactions["error"] == NO_SUMMARY] if "error" in compactions else compactions.iloc[:0]
     rows = {}
-    for variant in variant_order(made["variant"].unique()):
+    for variant in variant_order(set(made["variant"]) | set(unwritten["variant"])):
         mine = made[made["variant"] == variant]
         latency = (("mean wait for its batch wave (s)", sum(wave_seconds) / len(wave_seconds)) if wave_seconds
                    else ("mean latency (s)", mine["latency_s"].mean()))
         known = mine[mine["capped"].notna()]
         capped = rate(known["capped"].astype(bool), known["case"]).text() if len(known) else "not recorded"
-        rows[variant] = {"compactions": len(mine), COMPRESSION: round(mine["ratio"].median(), 2),
-                         SUMMARY_TOKENS: round(mine["output_tokens"].median()), AT_CAP: capped,
-                         latency[0]: round(latency[1], 2)}
+        rows[variant] = {"compactions": len(mine), COMPRESSION: round(mine["ratio"].median(), 2) if len(mine) else "n/a",
+                         SUMMARY_TOKENS: round(mine["output_tokens"].median()) if len(mine) else "n/a", AT_CAP: capped,
+                         latency[0]: round(latency[1], 2) if len(mine) else "n/a"}
+        if len(unwritten):
+            rows[variant][NO_SUMMARY] = int((unwritten["variant"] == variant).sum())
     return pd.DataFrame.from_dict(rows, orient="index")

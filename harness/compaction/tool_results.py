@@ -1,0 +1,133 @@
+"""Strategies that shrink a history by emptying old tool results in place, with no model call:
+
+- `mask-observations`: observation masking (Lindenbauer et al., "The Complexity Trap", 2025):
+  every tool result but the last `keep` becomes a one-line placeholder (unless it is shorter than
+  that); the agent's actions and reasoning stay;
+- `clear-tool-results`: the semantics of Anthropic's `clear_tool_uses_20250919` context edit, run
+  locally: the results of all but the `keep` most recent tool uses are cleared, except those of
+  `exclude_tools`; `clear_tool_inputs` clears the cleared calls' inputs too (all, or those of the
+  tools listed); nothing is cleared unless at least `clear_at_least` units would go.
+
+Both run where the eval's `cut` lets compaction run, when the history is over its budget. The
+history keeps every message (and every tool_use beside its tool_result), so what a fact needs to
+be retained is that its value is still somewhere in the history: in a kept result, a user line,
+the agent's words or a tool input. The event counts the results cleared (`edited`), and
+`folded_messages` marks the end of the edited part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, TextIO
+
+from ..messages import Message, content_text, measure
+from ..records.schema import CompactionEvent
+
+MASKED = "[Old tool output omitted: {chars:,} characters.]"
+CLEARED = "[Tool result cleared to save context.]"
+CLEARED_INPUT = "[cleared]"
+
+
+@dataclass(frozen=True)
+class ToolClearing:
+    """The eval's `tool_results` settings (see the module docstring)."""
+
+    keep: int = 3
+    exclude_tools: tuple[str, ...] = ()
+    clear_tool_inputs: bool | tuple[str, ...] = False
+    clear_at_least: int = 0
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """Where one tool call and its result are in a history."""
+
+    call_at: tuple[int, int]  # (message, block) of the tool_use
+    result_at: tuple[int, int] | None  # of its tool_result; None: not answered yet
+    name: str
+
+
+def tool_uses(messages: list[Message]) -> list[ToolUse]:
+    """The history's tool calls, oldest first, each with where its result is."""
+    results = {block["tool_use_id"]: (m, b) for m, message in enumerate(messages) if isinstance(message["content"], list)
+               for b, block in enumerate(message["content"]) if block.get("type") == "tool_result"}
+    return [ToolUse((m, b), results.get(block["id"]), block["name"])
+            for m, message in enumerate(messages) if message["role"] == "assistant" and isinstance(message["content"], list)
+            for b, block in enumerate(message["content"]) if block.get("type") == "tool_use"]
+
+
+def clear_old_results(messages: list[Message], keep: int, exclude: tuple[str, ...] = (),
+                      clear_inputs: bool | tuple[str, ...] = False,
+                      placeholder: Callable[[str], str] = lambda text: CLEARED,
+                      clearable: Callable[[ToolUse], bool] = lambda use: True,
+                      limit: int | None = None) -> tuple[list[Message], list[ToolUse]]:
+    """The history with the results of all but the `keep` most recent answered tool uses replaced
+    by `placeholder(old text)` (excluded tools' kept; already-cleared ones left; at most `limit`,
+    oldest first), and which were cleared. Edited messages are new objects; the others are the same."""
+    answered = [use for use in tool_uses(messages) if use.result_at is not None and use.name not in exclude]
+    older = answered[:max(0, len(answered) - keep)]
+    chosen = [use for use in older if clearable(use) and not _is_placeholder(_block(messages, use.result_at))][:limit]
+    if not chosen:
+        return messages, []
+    edited = list(messages)
+    for use in chosen:
+        m, b = use.result_at
+        block = _block(edited, use.result_at)
+        content = list(edited[m]["content"])
+        content[b] = {**block, "content": placeholder(content_text(block.get("content") or ""))}
+        edited[m] = {**edited[m], "content": content}
+        if clear_inputs is True or (isinstance(clear_inputs, tuple) and use.name in clear_inputs):
+            m, b = use.call_at
+            content = list(edited[m]["content"])
+            content[b] = {**content[b], "input": {key: CLEARED_INPUT for key in content[b].get("input", {})}}
+            edited[m] = {**edited[m], "content": content}
+    return edited, chosen
+
+
+def _block(messages: list[Message], at: tuple[int, int]) -> dict[str, Any]:
+    return messages[at[0]]["content"][at[1]]
+
+
+def _is_placeholder(block: dict[str, Any]) -> bool:
+    text = content_text(block.get("content") or "")
+    return text == CLEARED or (text.startswith("[Old tool output omitted:") and text.endswith(" characters.]"))
+
+
+def _in_place(name: str, messages: list[Message], edited: list[Message], cleared: list[ToolUse], measure,
+              unit: str, events: list[CompactionEvent] | None, output_stream: TextIO) -> list[Message]:
+    end = max(max(u.result_at[0], u.call_at[0]) for u in cleared) + 1
+    event = CompactionEvent(name, end, measure(messages), measure(edited), unit, replaced_with=end, edited=len(cleared))
+    output_stream.write(f"[compact] {name}: cleared {len(cleared)} tool results\n")
+    if events is not None:
+        events.append(event)
+    return edited
+
+
+def mask_observations(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
+                      settings: Any, events: list[CompactionEvent] | None = None) -> list[Message]:
+    size = measure(messages, client, settings.unit)
+    if size <= context_limit:
+        return messages
+    # A result shorter than its placeholder stays: masking it would lengthen the history.
+    edited, cleared = clear_old_results(messages, settings.tool_results.keep,
+                                        placeholder=lambda text: MASKED.format(chars=len(text)),
+                                        clearable=lambda use: len(content_text(_block(messages, use.result_at).get(
+                                            "content") or "")) > len(MASKED.format(chars=10 ** 6)))
+    if not cleared:
+        return messages
+    return _in_place("mask-observations", messages, edited, cleared, lambda m: measure(m, client, settings.unit),
+                     settings.unit, events, output_stream)
+
+
+def clear_tool_results(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
+                       settings: Any, events: list[CompactionEvent] | None = None) -> list[Message]:
+    size = measure(messages, client, settings.unit)
+    if size <= context_limit:
+        return messages
+    rules: ToolClearing = settings.tool_results
+    edited, cleared = clear_old_results(messages, rules.keep, rules.exclude_tools, rules.clear_tool_inputs)
+    if not cleared or size - measure(edited, client, settings.unit) < rules.clear_at_least:
+        return messages  # as the API's edit: nothing, unless at least clear_at_least would go
+    return _in_place("clear-tool-results", messages, edited, cleared, lambda m: measure(m, client, settings.unit),
+                     settings.unit, events, output_stream)
+
