@@ -66,6 +66,13 @@ def split_point(messages: list[Message], size: int, context_limit: int | None,
     return split or None
 
 
+def cut_at(messages: list[Message], client: Any, context_limit: int | None,
+           settings: CompactionSettings) -> tuple[int, int | None]:
+    """The history's size in the budget's unit, and where to cut it (`split_point`; None: leave it)."""
+    size = measure(messages, client, settings.unit)
+    return size, split_point(messages, size, context_limit, settings)
+
+
 def fold(summary: str, messages: list[Message], split: int) -> list[Message]:
     """The history with `messages[:split]` replaced by the summary, as a user turn. A one-line
     assistant acknowledgement follows when the next message is the user's (so roles alternate),
@@ -112,8 +119,7 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
             settings: CompactionSettings = CompactionSettings(),
             events: list[CompactionEvent] | None = None) -> list[Message]:
     """The seed's compaction: fold old exchanges into a model-written summary."""
-    size_before = measure(messages, client, settings.unit)
-    split = split_point(messages, size_before, context_limit, settings)
+    size_before, split = cut_at(messages, client, context_limit, settings)
     if split is None:
         return messages
     event = CompactionEvent("summary", split, size_before, size_before, settings.unit)
@@ -148,8 +154,7 @@ def truncate(messages: list[Message], client: Any, output_stream: TextIO, contex
              settings: CompactionSettings = CompactionSettings(),
              events: list[CompactionEvent] | None = None) -> list[Message]:
     """The floor: drop old exchanges outright, with no summary."""
-    size_before = measure(messages, client, settings.unit)
-    split = split_point(messages, size_before, context_limit, settings)
+    size_before, split = cut_at(messages, client, context_limit, settings)
     if split is None:
         return messages
     kept = messages[split:]

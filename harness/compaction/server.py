@@ -31,7 +31,7 @@ from typing import Any, TextIO
 from ..messages import Message, measure
 from ..models.client import usage_of
 from ..records.schema import NO_SUMMARY, CompactionEvent
-from .seed import CompactionSettings, split_point
+from .seed import CompactionSettings, cut_at
 from .tool_results import clear_old_results
 
 COMPACT_BETA = "compact-2026-09-04"
@@ -80,7 +80,7 @@ def _instructions(settings: CompactionSettings) -> dict[str, str]:
 
 def anthropic_compact(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
                       settings: CompactionSettings, events: list[CompactionEvent] | None = None) -> list[Message]:
-    split = split_point(messages, measure(messages, client, settings.unit), context_limit, settings)
+    _, split = cut_at(messages, client, context_limit, settings)
     if split is None:
         return messages
     response = client.create(max_tokens=settings.summary_max_tokens, messages=messages[:split], betas=[COMPACT_BETA],
