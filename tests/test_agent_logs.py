@@ -1,6 +1,6 @@
 """Agent-log importers (Claude Code, Codex CLI, SWE-agent, mini-swe-agent, chat messages), the facts
 derived from a log, redaction, variants and synthetic coding sessions: on small fixtures written
-for these tests (tests/data/agent_logs) and on the real logs in ../shared/data/agent-sessions."""
+for these tests (tests/data/agent_logs) and on real logs (tests/data/agent_logs/real, with their licenses)."""
 
 import json
 import re
@@ -21,8 +21,7 @@ from harness.inputs.scenario import Scenario, load_scenario
 from harness.messages import history_problem
 
 DATA = Path(__file__).parent / "data" / "agent_logs"
-SHARED = Path(__file__).parents[2] / "shared" / "data" / "agent-sessions"
-needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"shared agent logs not found at {SHARED}")
+REAL = DATA / "real"  # real logs, copied with their sources and licenses (README.md there)
 
 
 def imported(fmt: str, path: Path, tmp_path: Path, **options) -> tuple[Scenario, list[str]]:
@@ -137,10 +136,9 @@ def test_a_tool_result_for_a_call_the_log_lacks_is_left_out_and_said(tmp_path):
     assert scenario.turns[0].assistant == "Done." or scenario.turns[0].assistant.text == "Done."
 
 
-# --- the real logs in shared/ ---------------------------------------------------------------
+# --- real logs (tests/data/agent_logs/real) --------------------------------------------------------
 
 
-@needs_shared
 @pytest.mark.parametrize("fmt, name, exchanges, steps, tool_calls, fact_ids", [
     ("swe-agent", "swe-agent/marshmallow-1867.traj", 1, 11, 11,
      {"task", "files-changed", "commands-run", "next-1", "next-2", "constraint-1"}),
@@ -150,7 +148,7 @@ def test_a_tool_result_for_a_call_the_log_lacks_is_left_out_and_said(tmp_path):
     ("claude-code", "claude-code/todowrite_examples.jsonl", 2, 3, 3, {"task"}),
 ])
 def test_real_logs_import_with_every_tool_pair_intact(fmt, name, exchanges, steps, tool_calls, fact_ids, tmp_path):
-    scenario, _ = imported(fmt, SHARED / name, tmp_path)
+    scenario, _ = imported(fmt, REAL / name, tmp_path)
     assert sum(not t.continues for t in scenario.turns) == exchanges
     assert sum(bool(t.assistant and t.assistant.tool_calls) for t in scenario.turns) == steps
     assert len(calls(scenario)) == tool_calls
@@ -158,9 +156,8 @@ def test_real_logs_import_with_every_tool_pair_intact(fmt, name, exchanges, step
     assert set(facts(scenario)) == fact_ids
 
 
-@needs_shared
 def test_swe_agent_facts_come_from_the_trajectory(tmp_path):
-    scenario, notes = imported("swe-agent", SHARED / "swe-agent/marshmallow-1867.traj", tmp_path)
+    scenario, notes = imported("swe-agent", REAL / "swe-agent/marshmallow-1867.traj", tmp_path)
     derived = facts(scenario)
     assert derived["task"].answer == "TimeDelta serialization precision"
     assert derived["files-changed"].items == ["reproduce.py", "src/marshmallow/fields.py"]
