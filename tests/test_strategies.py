@@ -4,6 +4,7 @@ messages it puts in place of the folded ones is its summary; its failures are th
 
 import json
 import sys
+from importlib import metadata
 
 import pytest
 
@@ -138,7 +139,8 @@ def test_the_manifest_records_where_a_strategy_came_from(custom_eval, tmp_path):
     run_dir = _run(custom_eval("own_words"), FakeClient(oracle), tmp_path)
     about = json.loads((run_dir / "manifest.json").read_text())["strategies"]["mystrategies:own_words"]
     assert about["module"] == "mystrategies" and about["path"].endswith("mystrategies.py")
-    assert len(about["sha256"]) == 64 and "harness" in about["packages"]
+    assert len(about["sha256"]) == 64
+    assert about["packages"]["compaction-harness"] == metadata.version("compaction-harness")  # the module imports harness
 
 
 def test_validate_refuses_a_function_that_is_not_a_compaction(custom_eval, tmp_path, capsys):
