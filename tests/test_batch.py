@@ -13,7 +13,7 @@ import anthropic
 import pytest
 
 from batch_server import BatchServer
-from harness.models.batch import BatchEndpoint
+from harness.models.batch import BatchEndpoint, CtrlC, Status, wait_for
 from harness.models.cache import ResponseCache
 from harness.execution.evals import load_eval
 from harness.models.backends import Backend
@@ -213,6 +213,40 @@ def test_ctrl_c_leaves_the_batches_running_and_says_how_to_resume(eval_file, tmp
     assert process.returncode == 130 and time.monotonic() - started < 3  # it did not wait for the batch
     (run_dir,) = runs.iterdir()
     assert "msgbatch_000001" in err and f"--batch --resume {run_dir}" in err and "Traceback" not in err
+
+
+class _PressedInAFinaliser:
+    """Ctrl-C arriving while a finaliser runs (as the SDK's response streams' `__del__` does):
+    Python prints "Exception ignored" and drops the KeyboardInterrupt."""
+
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+
+
+class _BatchThatNeverEnds:
+    def __init__(self):
+        self.polls = 0
+
+    def status(self, batch_id):
+        self.polls += 1
+        if self.polls == 1:
+            _PressedInAFinaliser()  # dropped at once: its __del__ runs here
+        if self.polls > 5:
+            raise AssertionError("Ctrl-C was lost: still polling")
+        return Status(ended=False, counts={"processing": 1})
+
+
+def _poll(ctrl_c=None):
+    wait_for(_BatchThatNeverEnds(), ["msgbatch_1"], 1, "wave 1", (0.0, 0.0), None, False, ctrl_c)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped interrupt
+def test_ctrl_c_dropped_inside_a_finaliser_still_stops_the_wait():
+    with pytest.raises(AssertionError, match="Ctrl-C was lost"):  # what Python alone does
+        _poll()
+    with CtrlC() as ctrl_c, pytest.raises(KeyboardInterrupt):  # at the next poll, the second
+        _poll(ctrl_c)
+    assert ctrl_c.pressed.is_set() and signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_batch_on_a_server_without_a_batch_endpoint_fails_in_seconds(eval_file, tmp_path):

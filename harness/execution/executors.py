@@ -105,8 +105,9 @@ def _run_in_waves(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callabl
         about.wave_seconds = before[2] + report.seconds
         about.write(folder.path)
     try:
-        waves.adopt()
-        report = waves.run(todo, runner.run, write, after_wave)
+        with waves.ctrl_c:
+            waves.adopt()
+            report = waves.run(todo, runner.run, write, after_wave)
     except KeyboardInterrupt:
         running = [batch_id for batch_id, _ in folder.in_flight()]
         raise KeyboardInterrupt(f"the batches in flight keep running at the provider ({', '.join(running) or 'none'}); "

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Iterator, NoReturn, Protocol, TypeVa
 from tqdm import tqdm
 
 from ..errors import plural
-from ..models.batch import POLL_S, BatchEndpoint, BatchRejected, Outcome, wait_for
+from ..models.batch import POLL_S, BatchEndpoint, BatchRejected, CtrlC, Outcome, wait_for
 from ..models.client import ModelError, api_problem, reply_problem
 
 RETRIED = ("errored", "expired", "canceled")  # outcomes sent again in the next wave
@@ -134,6 +134,7 @@ class Waves:
         self.max_attempts, self.poll_s, self.progress, self.on_submitted = max_attempts, poll_s, progress, on_submitted
         self.report = WaveReport()
         self.pending = Pending()
+        self.ctrl_c = CtrlC()  # installed by whoever drives `adopt` and `run` (`with waves.ctrl_c:`)
         # Only requests that failed keep state between waves (few): their submissions so far, and
         # the error of those that will not be sent again.
         self.attempts: dict[str, int] = {}
@@ -172,7 +173,7 @@ class Waves:
         for batch_id, custom_ids in self.journal.in_flight():
             try:
                 wait_for(self.endpoint, [batch_id], len(custom_ids), f"re-attached {batch_id}", self.poll_s, None,
-                         self.progress)
+                         self.progress, self.ctrl_c)
                 for custom_id, outcome in self.endpoint.results(batch_id):
                     self.report.adopted += outcome.kind == "succeeded"
                     self._settle(custom_id, outcome)
@@ -196,6 +197,7 @@ class Waves:
                 for index, (done, result) in tqdm(zip(unfinished, outcomes), total=len(unfinished), unit="case",
                                                   desc=f"pass {self.report.waves + 1}", disable=not self.progress,
                                                   leave=False, file=sys.stderr):
+                    self.ctrl_c.check()
                     if not done:
                         deferred.append(index)
                         continue
@@ -223,7 +225,7 @@ class Waves:
         if submitted:
             typical = sum(self.report.seconds) / len(self.report.seconds) if self.report.seconds else None
             wait_for(self.endpoint, submitted, requests - len(rejected), f"wave {self.report.waves}", self.poll_s,
-                     typical, self.progress)
+                     typical, self.progress, self.ctrl_c)
         retried_before = self.report.retried
         answered = set()
         for batch_id in submitted:

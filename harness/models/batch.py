@@ -8,7 +8,9 @@ batches is the executor's business (`execution.waves`).
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
@@ -21,6 +23,36 @@ from .client import SetupError, api_problem
 MAX_REQUESTS = 100_000  # per batch, as the Message Batches API allows
 MAX_BYTES = 256 * 1024 * 1024
 POLL_S = (1.0, 60.0)  # first and longest wait between two looks at a batch in flight
+
+
+class CtrlC:
+    """Ctrl-C during a batch run, kept even when Python loses it. A KeyboardInterrupt raised while a
+    finaliser runs (the SDK's response streams have a `__del__`) is printed as "Exception ignored"
+    and dropped, and the run would go on waiting for its batches. While installed (`with`, in the
+    main thread), the handler also records the press, and `check` raises it again at the next
+    poll or case."""
+
+    def __init__(self) -> None:
+        self.pressed = threading.Event()
+        self._previous: Any = None
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.pressed.set()
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.pressed.is_set():
+            raise KeyboardInterrupt
 
 
 class BatchRejected(Exception):
@@ -110,13 +142,15 @@ class BatchEndpoint:
 
 
 def wait_for(endpoint: BatchEndpoint, batch_ids: list[str], requests: int, label: str,
-             poll_s: tuple[float, float], typical: float | None, progress: bool) -> None:
+             poll_s: tuple[float, float], typical: float | None, progress: bool, ctrl_c: CtrlC | None = None) -> None:
     """Poll the batches until all have ended, with a progress bar: requests succeeded, failed and
     waiting, the batch ids, and the time left as earlier waves (`typical` seconds) took."""
     delay, started = poll_s[0], time.monotonic()
     with tqdm(total=requests, desc=label, unit="req", disable=not progress, dynamic_ncols=True,
               file=sys.stderr, leave=False) as bar:
         while True:
+            if ctrl_c is not None:
+                ctrl_c.check()
             statuses = [endpoint.status(b) for b in batch_ids]
             counts = {k: sum(s.counts.get(k, 0) for s in statuses)
                       for k in ("succeeded", "errored", "expired", "canceled", "processing")}
