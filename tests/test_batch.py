@@ -204,8 +204,10 @@ def test_ctrl_c_leaves_the_batches_running_and_says_how_to_resume(eval_file, tmp
     _fast_polls(eval_file)
     with BatchServer(batch_delay_s=5.0) as server:
         runs = tmp_path / "runs"
+        # As from a terminal: a job started in the background (`make test &`) inherits SIGINT ignored.
         process = subprocess.Popen(_command(server, eval_file, tmp_path), stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
+                                   stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         _wait_for_batch_in_flight(runs, 1, process)
         started = time.monotonic()
         process.send_signal(signal.SIGINT)
@@ -242,11 +244,19 @@ def _poll(ctrl_c=None):
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped interrupt
 def test_ctrl_c_dropped_inside_a_finaliser_still_stops_the_wait():
-    with pytest.raises(AssertionError, match="Ctrl-C was lost"):  # what Python alone does
-        _poll()
-    with CtrlC() as ctrl_c, pytest.raises(KeyboardInterrupt):  # at the next poll, the second
-        _poll(ctrl_c)
-    assert ctrl_c.pressed.is_set() and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C interrupts, even run in the background
+    try:
+        with pytest.raises(AssertionError, match="Ctrl-C was lost"):  # what Python alone does
+            _poll()
+        with CtrlC() as ctrl_c, pytest.raises(KeyboardInterrupt):  # at the next poll, the second
+            _poll(ctrl_c)
+        assert ctrl_c.pressed.is_set() and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with CtrlC() as ignoring:  # where Ctrl-C is ignored, it stays ignored
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert not ignoring.pressed.is_set()
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_batch_on_a_server_without_a_batch_endpoint_fails_in_seconds(eval_file, tmp_path):

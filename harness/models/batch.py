@@ -29,15 +29,16 @@ class CtrlC:
     """Ctrl-C during a batch run, kept even when Python loses it. A KeyboardInterrupt raised while a
     finaliser runs (the SDK's response streams have a `__del__`) is printed as "Exception ignored"
     and dropped, and the run would go on waiting for its batches. While installed (`with`, in the
-    main thread), the handler also records the press, and `check` raises it again at the next
-    poll or case."""
+    main thread, where Ctrl-C raises KeyboardInterrupt: not where it is ignored, as in a background
+    job), the handler also records the press, and `check` raises it again at the next poll or case."""
 
     def __init__(self) -> None:
         self.pressed = threading.Event()
         self._previous: Any = None
 
     def __enter__(self) -> CtrlC:
-        if threading.current_thread() is threading.main_thread():
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
             self._previous = signal.signal(signal.SIGINT, self._handle)
         return self
 
