@@ -72,6 +72,22 @@ def derive(session: Session, every: int = 4) -> dict[int, list[dict[str, Any]]]:
     return facts
 
 
+def _calls(turns: list[TurnOf]):
+    """(turn, call) for every tool call of the session, in order."""
+    for t, where in enumerate(turns):
+        for call in where.step.calls if where.step else []:
+            yield t, call
+
+
+def _command(call) -> str:
+    """The command a shell-like call ran, as logged, or ''."""
+    return str(call.input.get("command") or call.input.get("cmd") or "")
+
+
+def _first_line(command: str) -> str:
+    return command.splitlines()[0] if command else ""
+
+
 def turn_text(session: Session, where: TurnOf) -> str:
     """Everything a turn of the scenario puts in the history (as `Turn.text` reads it)."""
     exchange = session.exchanges[where.exchange]
@@ -99,21 +115,20 @@ def _task(session: Session, plant) -> None:
 
 
 def _first_error(turns: list[TurnOf], texts: list[str], plant) -> None:
-    for t, where in enumerate(turns):
-        for call in where.step.calls if where.step else []:
-            output = call.result or ""
-            exceptions = _raised(output) or _EXCEPTION.findall(output)
-            if exceptions:
-                name, message = exceptions[-1]
-                answer = f"{name}: {message}".strip(": ")[:100] if message else name
-                aliases = [name.rsplit(".", 1)[-1]] if message and name.rsplit(".", 1)[-1] not in ("Error", "Exception") else []
-            elif (line := _ERROR_LINE.search(output)) or call.is_error:
-                answer, aliases = (line[1] if line else _first_plain_line(output))[:100], []
-            else:
-                continue
-            if answer and plant(t, {"id": "first-error", "kind": "recall", "answer": answer.strip(), "aliases": aliases,
-                                    "probe": "What was the first error you ran into in this session?"}):
-                return
+    for t, call in _calls(turns):
+        output = call.result or ""
+        exceptions = _raised(output) or _EXCEPTION.findall(output)
+        if exceptions:
+            name, message = exceptions[-1]
+            answer = f"{name}: {message}".strip(": ")[:100] if message else name
+            aliases = [name.rsplit(".", 1)[-1]] if message and name.rsplit(".", 1)[-1] not in ("Error", "Exception") else []
+        elif (line := _ERROR_LINE.search(output)) or call.is_error:
+            answer, aliases = (line[1] if line else _first_plain_line(output))[:100], []
+        else:
+            continue
+        if answer and plant(t, {"id": "first-error", "kind": "recall", "answer": answer.strip(), "aliases": aliases,
+                                "probe": "What was the first error you ran into in this session?"}):
+            return
 
 
 def _first_plain_line(output: str) -> str:
@@ -138,14 +153,13 @@ def _raised(output: str) -> list[tuple[str, str]]:
 
 def _tests(turns: list[TurnOf], texts: list[str], plant) -> None:
     """How many tests failed the first time a test run printed failures (an early value, easy to lose)."""
-    for t, where in enumerate(turns):
-        for call in where.step.calls if where.step else []:
-            summary = _TEST_SUMMARY.search(call.result or "")
-            failed = summary and re.search(r"(\d+) failed", summary[1])
-            if failed and plant(t, {"id": "first-failures", "kind": "recall", "answer": failed[1],
-                                    "probe": "How many tests failed the first time your test run reported failures?"},
-                                where=summary[0]):
-                return
+    for t, call in _calls(turns):
+        summary = _TEST_SUMMARY.search(call.result or "")
+        failed = summary and re.search(r"(\d+) failed", summary[1])
+        if failed and plant(t, {"id": "first-failures", "kind": "recall", "answer": failed[1],
+                                "probe": "How many tests failed the first time your test run reported failures?"},
+                            where=summary[0]):
+            return
 
 
 def diff_files(diff: str) -> list[str]:
@@ -163,8 +177,8 @@ def _written_files(call) -> list[str]:
     found += _PATCH_FILE.findall(text)
     found += diff_files(text)
     if name in SHELL_TOOLS:
-        command = str(call.input.get("command") or call.input.get("cmd") or text)
-        first_line = command.splitlines()[0] if command else ""
+        command = _command(call) or text
+        first_line = _first_line(command)
         if name == "swe_agent" and first_line.split()[:1] == ["create"]:
             found += first_line.split()[1:2]
         found += [a or b for a, b in _WRITES.findall(command)]
@@ -174,20 +188,20 @@ def _written_files(call) -> list[str]:
 def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -> None:
     changed: dict[str, int] = {}  # each file, by the turn that last changed it
     commands = []
+    last_run: dict[str, int] = {}  # each command line, by the last turn that ran it
     open_file = None  # SWE-agent edits the file it last opened
-    for t, where in enumerate(turns):
-        for call in where.step.calls if where.step else []:
-            command = str(call.input.get("command") or call.input.get("cmd") or "").strip()
-            first_line = command.splitlines()[0] if command else ""
-            if call.tool == "swe_agent" and first_line.split()[:1] in (["open"], ["create"]):
-                open_file = first_line.split()[1] if len(first_line.split()) > 1 else open_file
-            written = _written_files(call)
-            if call.tool == "swe_agent" and first_line.startswith("edit") and open_file:
-                written.append(open_file)
-            changed.update((path, t) for path in written)
-            if call.tool.lower() in SHELL_TOOLS and first_line and not first_line.split()[0] in ("edit", "submit") \
-                    and len(first_line) <= 80 and first_line not in commands:
-                commands.append(first_line)
+    for t, call in _calls(turns):
+        first_line = _first_line(_command(call).strip())
+        last_run[first_line] = t
+        if call.tool == "swe_agent" and first_line.split()[:1] in (["open"], ["create"]):
+            open_file = first_line.split()[1] if len(first_line.split()) > 1 else open_file
+        written = _written_files(call)
+        if call.tool == "swe_agent" and first_line.startswith("edit") and open_file:
+            written.append(open_file)
+        changed.update((path, t) for path in written)
+        if call.tool.lower() in SHELL_TOOLS and first_line and not first_line.split()[0] in ("edit", "submit") \
+                and len(first_line) <= 80 and first_line not in commands:
+            commands.append(first_line)
     # A submitted diff is the log's own record of what changed; a file only it names counts from where it is seen.
     for path in session.files_changed:
         changed.setdefault(path, -1)
@@ -201,9 +215,7 @@ def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -
                            "probe": "Which files did you create, change or delete in this session?"}, where=upto)
     if len(commands) >= 2:
         recent = commands[-8:]
-        last = max(t for t, where in enumerate(turns) for call in (where.step.calls if where.step else [])
-                   if (str(call.input.get("command") or call.input.get("cmd") or "").strip().splitlines() or [""])[0]
-                   in recent)
+        last = max(last_run[command] for command in recent)
         plant(last, {"id": "commands-run", "kind": "artifact", "match": "set", "items": recent,
                      "probe": "Which shell commands did you run in this session?"}, where="\n".join(texts[:last + 1]))
 
@@ -214,10 +226,9 @@ def _next_action(step) -> tuple[str, str] | None:
     for key in PATH_KEYS:
         if isinstance(call.input.get(key), str):
             return call.input[key], "exact"
-    command = str(call.input.get("command") or call.input.get("cmd") or "").strip()
-    if not command:
+    first_line = _first_line(_command(call).strip())
+    if not first_line:
         return None
-    first_line = command.splitlines()[0]
     path = _PATH_LIKE.search(first_line)
     if path and call.tool.lower() in SHELL_TOOLS:
         return path[0], "exact"
