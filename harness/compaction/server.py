@@ -32,7 +32,7 @@ from ..messages import Message, measure
 from ..models.client import usage_of
 from ..records.schema import NO_SUMMARY, CompactionEvent
 from .seed import CompactionSettings, cut_at
-from .tool_results import clear_old_results
+from .tool_results import clear_old_results, edited_end
 
 COMPACT_BETA = "compact-2026-09-04"
 AUTO_COMPACT_BETA = "compact-2026-01-12"
@@ -46,11 +46,10 @@ def _event(name: str, split: int, size_before: int, settings: CompactionSettings
                            capped=response.get("stop_reason") == "max_tokens")
 
 
-def _swap(name: str, messages: list[Message], split: int, response: dict, client: Any, settings: CompactionSettings,
-          events: list[CompactionEvent] | None, output_stream: TextIO) -> list[Message]:
-    """The history with `messages[:split]` replaced by the returned compaction block, or unchanged
-    (and why) when no summary came back."""
-    size_before = measure(messages, client, settings.unit)
+def _swap(name: str, messages: list[Message], size_before: int, split: int, response: dict, client: Any,
+          settings: CompactionSettings, events: list[CompactionEvent] | None, output_stream: TextIO) -> list[Message]:
+    """The history (of `size_before`) with `messages[:split]` replaced by the returned compaction
+    block, or unchanged (and why) when no summary came back."""
     event = _event(name, split, size_before, settings, response)
     block = next((b for b in response.get("content", []) if b.get("type") == "compaction"), None)
     if block is None:
@@ -80,29 +79,32 @@ def _instructions(settings: CompactionSettings) -> dict[str, str]:
 
 def anthropic_compact(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
                       settings: CompactionSettings, events: list[CompactionEvent] | None = None) -> list[Message]:
-    _, split = cut_at(messages, client, context_limit, settings)
+    size, split = cut_at(messages, client, context_limit, settings)
     if split is None:
         return messages
     response = client.create(max_tokens=settings.summary_max_tokens, messages=messages[:split], betas=[COMPACT_BETA],
                              compaction={"type": "summarize", **_instructions(settings)})
-    return _swap("anthropic-compact", messages, split, response, client, settings, events, output_stream)
+    return _swap("anthropic-compact", messages, size, split, response, client, settings, events, output_stream)
 
 
 def anthropic_auto_compact(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
                            settings: CompactionSettings, events: list[CompactionEvent] | None = None) -> list[Message]:
-    if not messages or measure(messages, client, "tokens") <= context_limit:
+    size = measure(messages, client, "tokens") if messages else 0  # the strategy needs `unit: tokens`
+    if size <= context_limit:
         return messages
     edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": context_limit},
             "pause_after_compaction": True, **_instructions(settings)}
     response = client.create(max_tokens=settings.summary_max_tokens, messages=messages, betas=[AUTO_COMPACT_BETA],
                              context_management={"edits": [edit]})
-    return _swap("anthropic-auto-compact", messages, len(messages), response, client, settings, events, output_stream)
+    return _swap("anthropic-auto-compact", messages, size, len(messages), response, client, settings, events,
+                 output_stream)
 
 
 def anthropic_context_editing(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
                               settings: CompactionSettings,
                               events: list[CompactionEvent] | None = None) -> list[Message]:
-    if not messages or measure(messages, client, settings.unit) <= context_limit:
+    size = measure(messages, client, settings.unit) if messages else 0
+    if size <= context_limit:
         return messages
     rules = settings.tool_results
     # The harness decides when (its budget, in its unit); the server clears whatever is past `keep`.
@@ -125,8 +127,7 @@ def anthropic_context_editing(messages: list[Message], client: Any, output_strea
         return messages
     edited, cleared = clear_old_results(messages, rules.keep, rules.exclude_tools, rules.clear_tool_inputs,
                                         limit=cleared_uses)
-    event = _event("anthropic-context-editing", max(max(u.result_at[0], u.call_at[0]) for u in cleared) + 1,
-                   measure(messages, client, settings.unit), settings, response)
+    event = _event("anthropic-context-editing", edited_end(cleared), size, settings, response)
     event.size_after, event.replaced_with = measure(edited, client, settings.unit), event.folded_messages
     event.edited, event.cleared_input_tokens = len(cleared), sum(e.get("cleared_input_tokens", 0) for e in applied)
     if len(cleared) != cleared_uses:

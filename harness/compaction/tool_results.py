@@ -93,10 +93,15 @@ def _is_placeholder(block: dict[str, Any]) -> bool:
     return text == CLEARED or (text.startswith("[Old tool output omitted:") and text.endswith(" characters.]"))
 
 
-def _in_place(name: str, messages: list[Message], edited: list[Message], cleared: list[ToolUse], measure,
+def edited_end(cleared: list[ToolUse]) -> int:
+    """Where the part of the history an in-place edit changed ends (its `folded_messages`)."""
+    return max(max(use.result_at[0], use.call_at[0]) for use in cleared) + 1
+
+
+def _in_place(name: str, edited: list[Message], cleared: list[ToolUse], size_before: int, size_after: int,
               unit: str, events: list[CompactionEvent] | None, output_stream: TextIO) -> list[Message]:
-    end = max(max(u.result_at[0], u.call_at[0]) for u in cleared) + 1
-    event = CompactionEvent(name, end, measure(messages), measure(edited), unit, replaced_with=end, edited=len(cleared))
+    end = edited_end(cleared)
+    event = CompactionEvent(name, end, size_before, size_after, unit, replaced_with=end, edited=len(cleared))
     output_stream.write(f"[compact] {name}: cleared {len(cleared)} tool results\n")
     if events is not None:
         events.append(event)
@@ -115,7 +120,7 @@ def mask_observations(messages: list[Message], client: Any, output_stream: TextI
                                             "content") or "")) > len(MASKED.format(chars=10 ** 6)))
     if not cleared:
         return messages
-    return _in_place("mask-observations", messages, edited, cleared, lambda m: measure(m, client, settings.unit),
+    return _in_place("mask-observations", edited, cleared, size, measure(edited, client, settings.unit),
                      settings.unit, events, output_stream)
 
 
@@ -126,8 +131,10 @@ def clear_tool_results(messages: list[Message], client: Any, output_stream: Text
         return messages
     rules: ToolClearing = settings.tool_results
     edited, cleared = clear_old_results(messages, rules.keep, rules.exclude_tools, rules.clear_tool_inputs)
-    if not cleared or size - measure(edited, client, settings.unit) < rules.clear_at_least:
+    if not cleared:
+        return messages
+    size_after = measure(edited, client, settings.unit)
+    if size - size_after < rules.clear_at_least:
         return messages  # as the API's edit: nothing, unless at least clear_at_least would go
-    return _in_place("clear-tool-results", messages, edited, cleared, lambda m: measure(m, client, settings.unit),
-                     settings.unit, events, output_stream)
+    return _in_place("clear-tool-results", edited, cleared, size, size_after, settings.unit, events, output_stream)
 
