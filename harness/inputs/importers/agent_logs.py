@@ -12,7 +12,7 @@ from typing import Callable
 
 from pydantic import Field
 
-from ...errors import InputError, did_you_mean, plural
+from ...errors import did_you_mean, plural
 from ...scoring.matchers import mentions
 from ..files import load_yaml
 from ..scenario import Fact, Scenario
@@ -100,13 +100,12 @@ def import_logs(fmt: str, files: list[Path], out_dir: Path, options: Options) ->
 
 def _cap(session: Session, limit: int | None) -> int:
     """Cut tool outputs longer than `limit` (before facts are derived, so none is planted in a cut part)."""
-    count = 0
-    for exchange in session.exchanges:
-        for step in exchange.steps:
-            for call in step.calls:
-                if call.result is not None and limit is not None and len(call.result) > limit:
-                    call.result, count = cap(call.result, limit), count + 1
-    return count
+    if limit is None:
+        return 0
+    long = [call for call in session.calls() if call.result is not None and len(call.result) > limit]
+    for call in long:
+        call.result = cap(call.result, limit)
+    return len(long)
 
 
 def _add_overlay(path: Path, sessions: list[Session], facts: list[dict[int, list[dict]]]) -> None:

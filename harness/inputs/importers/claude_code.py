@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError, plural
-from .session import Builder, Call, Session, json_lines, slug, text_of
+from .session import Builder, Session, json_lines, slug, text_of, tool_use_call
 
 
 def read(path: Path) -> list[Session]:
@@ -35,8 +35,7 @@ def read(path: Path) -> list[Session]:
     def flush() -> None:
         if assistant:
             text = "\n".join(b.get("text", "") for b in assistant if b.get("type") == "text")
-            calls = [Call(str(b.get("name", "tool")), b.get("input") if isinstance(b.get("input"), dict) else {},
-                          id=b.get("id")) for b in assistant if b.get("type") == "tool_use"]
+            calls = [tool_use_call(b) for b in assistant if b.get("type") == "tool_use"]
             builder.assistant(text, calls, where)
             assistant.clear()
 
@@ -48,7 +47,7 @@ def read(path: Path) -> list[Session]:
         if kind == "assistant":
             if not assistant:
                 where = f"{path.name}:{number}"
-            blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
+            blocks = _blocks(content)
             skipped = Counter(b.get("type") for b in blocks if b.get("type") not in ("text", "tool_use"))
             if skipped - Counter({"thinking": skipped["thinking"], "redacted_thinking": skipped["redacted_thinking"]}):
                 session.notes.append(f"{path.name}:{number}: left out assistant blocks {dict(skipped)}")
@@ -58,16 +57,18 @@ def read(path: Path) -> list[Session]:
         if entry.get("isCompactSummary"):
             builder.compacted(text_of(content), f"{path.name}:{number}")
             continue
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
-        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-        for block in results:
-            builder.result(str(block.get("tool_use_id")), text_of(block.get("content")), bool(block.get("is_error")),
-                           f"{path.name}:{number}")
+        blocks = _blocks(content)
+        results = builder.tool_results(blocks, f"{path.name}:{number}")
         text = text_of([b for b in blocks if not (isinstance(b, dict) and b.get("type") == "tool_result")])
         if text.strip() or not results:
             builder.user(text)
     flush()
     return [builder.finish()]
+
+
+def _blocks(content: Any) -> list[Any]:
+    """A message's content as blocks (a plain string is one text block)."""
+    return content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
 
 
 def _main_path(lines: list[tuple[int, dict[str, Any]]], session: Session) -> list[tuple[int, dict[str, Any]]]:

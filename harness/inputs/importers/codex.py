@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError, plural
-from .session import Builder, Call, Session, json_lines, quote, slug, text_of
+from .session import Builder, Call, Session, arguments_of, json_lines, quote, slug, text_of
 
 ROLLOUT_KINDS = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 # What Codex itself writes as a user message ahead of the user's words.
@@ -83,13 +83,7 @@ def _call(item: dict[str, Any]) -> Call:
     elif kind == "custom_tool_call":
         arguments, name = {"input": str(item.get("input", ""))}, str(item.get("name") or "custom_tool")
     else:
-        raw, name = item.get("arguments"), str(item.get("name") or "function")
-        try:
-            arguments = json.loads(raw) if isinstance(raw, str) else raw
-        except json.JSONDecodeError:
-            arguments = {"arguments": raw}
-        if not isinstance(arguments, dict):
-            arguments = {"arguments": arguments}
+        arguments, name = arguments_of(item.get("arguments")), str(item.get("name") or "function")
     if isinstance(arguments.get("command"), list):
         arguments["command"] = _command_line(arguments["command"])
     return Call(name, arguments, id=str(item.get("call_id") or item.get("id") or ""))

@@ -14,9 +14,9 @@ from itertools import count
 from pathlib import Path
 
 from ...errors import InputError
-from .derive import diff_files
 from .openai_messages import read_messages
 from .session import Call, Session, read_json, slug
+from .swe_agent import read_info
 
 _COMMAND = re.compile(r"```(?:mswea_bash_command|bash|sh|shell)\s*\n(.*?)\n?```", re.DOTALL)
 _RETURN_CODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
@@ -38,13 +38,8 @@ def read(path: Path) -> list[Session]:
 
     session = read_messages([(f"{path.name}: messages[{i}]", m) for i, m in enumerate(messages)], session, str(path),
                             text_calls=commands)
-    for exchange in session.exchanges:
-        for step in exchange.steps:
-            for call in step.calls:
-                code = _RETURN_CODE.search(call.result or "")
-                call.is_error = call.is_error or bool(code and code[1] != "0")
-    info = data.get("info") if isinstance(data, dict) and isinstance(data.get("info"), dict) else {}
-    session.files_changed = diff_files(str(info.get("submission") or ""))
-    if info.get("exit_status"):
-        session.notes.append(f"the run ended with exit status {info['exit_status']!r}")
+    for call in session.calls():
+        code = _RETURN_CODE.search(call.result or "")
+        call.is_error = call.is_error or bool(code and code[1] != "0")
+    read_info(data, session)
     return [session]

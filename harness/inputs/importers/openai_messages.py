@@ -11,12 +11,12 @@ messages; a message with no role is noted with its place.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import InputError
-from .session import Builder, Call, Session, json_lines, read_json, slug, text_of
+from .session import (Builder, Call, Session, arguments_of, json_lines, read_json, slug, text_of,
+                      tool_use_call)
 
 # A framework whose agent writes its tool call as text (mini-swe-agent's ```bash block): the calls
 # in an assistant message's text; a user message after such a call is its result.
@@ -82,10 +82,7 @@ def read_messages(messages: list[tuple[str, Any]], session: Session, source: str
             builder.result(call.id if call else "", text_of(content), False, where)
         else:
             blocks = content if isinstance(content, list) else []
-            results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-            for block in results:
-                builder.result(str(block.get("tool_use_id")), text_of(block.get("content")),
-                               bool(block.get("is_error")), where)
+            results = builder.tool_results(blocks, where)
             if waiting:
                 for call in waiting:
                     builder.result(call.id, text_of(content), False, where)
@@ -102,17 +99,10 @@ def _calls(message: dict[str, Any]) -> list[Call]:
     raw = list(message.get("tool_calls") or [])
     if isinstance(message.get("function_call"), dict):
         raw.append({"id": f"function-{id(message)}", "function": message["function_call"]})
-    calls = [Call(str(b.get("name", "tool")), b.get("input") if isinstance(b.get("input"), dict) else {}, id=b.get("id"))
-             for b in message.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
+    calls = [tool_use_call(b) for b in message.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
     for call in raw:
         function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            continue
-        arguments = function.get("arguments")
-        try:
-            arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except json.JSONDecodeError:
-            arguments = {"arguments": arguments}
-        calls.append(Call(str(function.get("name") or "tool"),
-                          arguments if isinstance(arguments, dict) else {"arguments": arguments}, id=call.get("id")))
+        if isinstance(function, dict):
+            calls.append(Call(str(function.get("name") or "tool"), arguments_of(function.get("arguments")),
+                              id=call.get("id")))
     return calls

@@ -59,6 +59,12 @@ class Session:
     notes: list[str] = field(default_factory=list)  # what was left out or changed, with the line
     files_changed: list[str] = field(default_factory=list)  # from the log's own record (a submitted diff)
 
+    def calls(self) -> Iterator[Call]:
+        """Every tool call of the session, in order."""
+        for exchange in self.exchanges:
+            for step in exchange.steps:
+                yield from step.calls
+
     def strings(self) -> Iterator[tuple[Any, str | int]]:
         """(holder, key) of every text of the session, so it can be rewritten in place (redaction)."""
         for exchange in self.exchanges:
@@ -97,6 +103,22 @@ def text_of(value: Any) -> str:
         if "content" in value:
             return text_of(value["content"])
     return ""
+
+
+def arguments_of(raw: Any) -> dict[str, Any]:
+    """A tool call's arguments as logged (a JSON string, or already an object) as an object; what
+    is not one is kept whole under `arguments`."""
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return {"arguments": raw}
+    return arguments if isinstance(arguments, dict) else {"arguments": arguments}
+
+
+def tool_use_call(block: dict[str, Any]) -> Call:
+    """A Messages API `tool_use` block as a call."""
+    return Call(str(block.get("name", "tool")), block.get("input") if isinstance(block.get("input"), dict) else {},
+                id=block.get("id"))
 
 
 @dataclass
@@ -213,6 +235,13 @@ class Builder:
             self.session.notes.append(f"{where}: a tool result for a call the log does not hold ({call_id}): left out")
             return
         found[0].result, found[0].is_error = output, is_error
+
+    def tool_results(self, blocks: list[Any], where: str) -> list[dict[str, Any]]:
+        """The Messages API `tool_result` blocks among `blocks`, each given to its call; returns them."""
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        for block in results:
+            self.result(str(block.get("tool_use_id")), text_of(block.get("content")), bool(block.get("is_error")), where)
+        return results
 
     def compacted(self, summary: str, where: str) -> None:
         self.recorded = summary.strip() or None

@@ -44,12 +44,18 @@ def read(path: Path) -> list[Session]:
         call = Call(TOOL, {"command": action}, id=f"step-{n}")
         builder.assistant(str(step.get("thought") or step.get("response") or ""), [call], where)
         builder.result(call.id, text_of(step.get("observation")), False, where)
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
+    read_info(data, session)
+    session.notes.append(f"the system prompt and {plural(len(demos), 'demonstration message')} left out")
+    return [builder.finish()]
+
+
+def read_info(data: Any, session: Session) -> None:
+    """The run's own record (`info`, as SWE-agent and mini-swe-agent write it): the files of the
+    diff it submitted, and how it ended."""
+    info = data.get("info") if isinstance(data, dict) and isinstance(data.get("info"), dict) else {}
     session.files_changed = diff_files(str(info.get("submission") or ""))
     if info.get("exit_status"):
         session.notes.append(f"the run ended with exit status {info['exit_status']!r}")
-    session.notes.append(f"the system prompt and {plural(len(demos), 'demonstration message')} left out")
-    return [builder.finish()]
 
 
 def _demos(history: list[dict[str, Any]]) -> set[int]:
