@@ -13,10 +13,9 @@ from hypothesis import given, settings, strategies as st
 
 from fakes import FakeClient
 from harness.cli import main
-from harness.compaction.seed import CompactionSettings, compact
+from harness.compaction.seed import CompactionSettings
 from harness.execution.agent import AGENT_SYSTEM, Agent, Tool, ToolRegistry
 from harness.inputs.generators.coding import Options as CodingOptions, session
-from harness.inputs.importers.derive import derive
 from harness.inputs.importers.session import to_scenario
 from harness.inputs.scenario import Scenario
 from harness.messages import cut_points, history_problem, history_size
