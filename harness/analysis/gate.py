@@ -72,10 +72,7 @@ class Cell:
 
     @property
     def result(self) -> str:
-        """`pass`, `FAIL: why` or `cannot judge: why`: a cell that could not be tested is no pass."""
-        if self.failures:
-            return "FAIL: " + "; ".join(self.failures)
-        return f"cannot judge: {self.untested}" if self.untested else "pass"
+        return _result(self.failures, self.untested)
 
 
 @dataclass
@@ -91,9 +88,14 @@ class SummaryCheck:
 
     @property
     def result(self) -> str:
-        if self.failure:
-            return f"FAIL: {self.failure}"
-        return f"cannot judge: {self.unchecked}" if self.unchecked else "pass"
+        return _result([self.failure] if self.failure else [], self.unchecked)
+
+
+def _result(failures: list[str], untested: str | None) -> str:
+    """`pass`, `FAIL: why` or `cannot judge: why`: what could not be tested is no pass."""
+    if failures:
+        return "FAIL: " + "; ".join(failures)
+    return f"cannot judge: {untested}" if untested else "pass"
 
 
 @dataclass
