@@ -90,7 +90,8 @@ def _block(messages: list[Message], at: tuple[int, int]) -> dict[str, Any]:
 
 def _is_placeholder(block: dict[str, Any]) -> bool:
     text = content_text(block.get("content") or "")
-    return text == CLEARED or (text.startswith("[Old tool output omitted:") and text.endswith(" characters.]"))
+    opening, _, rest = MASKED.partition("{")
+    return text == CLEARED or (text.startswith(opening) and text.endswith(rest.partition("}")[2]))
 
 
 def edited_end(cleared: list[ToolUse]) -> int:
