@@ -30,7 +30,7 @@ from typing import Any
 from ..files import load_yaml
 from ..scenario import load_scenario
 from ..writer import write_scenarios
-from .coding import CONSONANTS, VOWELS
+from .coding import pronounceable
 
 SHARED_WORDS = frozenset("""
 python python3 pytest pip npm node yarn git grep rg cat ls cd rm mv cp sed awk echo find make bash sh zsh curl
@@ -49,7 +49,7 @@ def redraw_word(word: str, rng: random.Random) -> str:
     if word.isdigit():
         first = rng.choice("123456789") if word[0] != "0" else "0"
         return first + "".join(rng.choice("0123456789") for _ in word[1:])
-    made = "".join(rng.choice(CONSONANTS) + rng.choice(VOWELS) for _ in range(len(word) // 2 + 1))[:len(word)]
+    made = pronounceable(rng, len(word) // 2 + 1)[:len(word)]
     if word.isupper():
         return made.upper()
     return made.capitalize() if word[0].isupper() else made
