@@ -62,7 +62,7 @@ def calibrate(judge: Any) -> Calibration:
     right, wrong = judge_items()
     unreadable = 0
 
-    def accepted(items: list[LabelledAnswer]) -> Rate:
+    def replies(items: list[LabelledAnswer]) -> pd.DataFrame:
         nonlocal unreadable
         said = []
         for item in items:
@@ -70,10 +70,7 @@ def calibrate(judge: Any) -> Calibration:
                 said.append((judge_says_recalled(judge, item.question, item.target, item.answer), item.question))
             except (JudgeError, ModelError):
                 unreadable += 1
-        frame = pd.DataFrame(said, columns=["yes", "question"])
-        return rate(frame["yes"], frame["question"])
-    accepts = accepted(wrong)
-    says_yes_to_right = accepted(right)
-    rejects = Rate(says_yes_to_right.n - says_yes_to_right.hits, says_yes_to_right.n, says_yes_to_right.clusters,
-                   1 - says_yes_to_right.high, 1 - says_yes_to_right.low)
-    return Calibration(judge.identity, accepts, rejects, unreadable)
+        return pd.DataFrame(said, columns=["yes", "question"]).astype({"yes": bool})
+    to_wrong, to_right = replies(wrong), replies(right)
+    return Calibration(judge.identity, rate(to_wrong["yes"], to_wrong["question"]),
+                       rate(~to_right["yes"], to_right["question"]), unreadable)
