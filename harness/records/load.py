@@ -95,15 +95,17 @@ def prompted(rows: pd.DataFrame) -> pd.DataFrame:
 
 def summaries(compactions: pd.DataFrame) -> pd.DataFrame:
     """Compactions that produced a summary, each with its `ratio` of size after to size before."""
-    made = compactions[compactions["summary"].notna()]
-    return made.assign(ratio=made["size_after"] / made["size_before"])
+    return _with_ratio(compactions[compactions["summary"].notna()])
 
 
 def shrinks(compactions: pd.DataFrame) -> pd.DataFrame:
     """Compactions that changed the history: a summary written, or old tool results cleared in
     place (no summary, no model call); each with its `ratio` of size after to size before."""
     edited = compactions["edited"].fillna(0) > 0 if "edited" in compactions else False
-    made = compactions[compactions["summary"].notna() | edited]
+    return _with_ratio(compactions[compactions["summary"].notna() | edited])
+
+
+def _with_ratio(made: pd.DataFrame) -> pd.DataFrame:
     return made.assign(ratio=made["size_after"] / made["size_before"])
 
 
