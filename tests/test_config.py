@@ -104,7 +104,12 @@ def test_validate_counts_what_a_run_would_do(eval_file, capsys):
 def test_summary_layout_defaults_by_model_and_shapes_the_request(folder):
     from harness.compaction.seed import CompactionSettings, summary_request
 
-    assert load_eval(write(folder, BASE)).spec.summary_layout == "transcript-first"  # the embedded model
+    from harness.models.weights import DEFAULT, SMOLLM2
+
+    # Each embedded model gets the layout measured best on it; any other model the seed's.
+    assert load_eval(write(folder, BASE)).spec.summary_layout == DEFAULT.summary_layout
+    assert load_eval(write(folder, BASE + "model: smollm2-135m\n")).spec.summary_layout == "transcript-first"
+    assert SMOLLM2.summary_layout == "transcript-first"
     assert load_eval(write(folder, BASE + "model: claude-x\n")).spec.summary_layout == "system"
     assert load_eval(write(folder, BASE + "summary_layout: system\n")).spec.summary_layout == "system"
     seed = summary_request("user: hi", CompactionSettings("Summarise.", layout="system"))

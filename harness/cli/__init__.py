@@ -1,5 +1,6 @@
 """The `harness` command line: one module per group of commands (`run`: run, gate, baseline, plan;
-`results`: report, runs, compare; `files`: validate, schema, import, generate; `chat`)."""
+`results`: report, runs, compare; `files`: validate, schema, import, generate, init; `chat`;
+`models`: list and install the embedded models)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ import os
 import sys
 
 from ..errors import InputError
-from . import chat, files, results, run
+from . import chat, files, models, results, run
 from .common import EXIT_ERROR, Parser
 
 
 def build_parser() -> Parser:
     parser = Parser(prog="harness", description="Measure how lossy an agent's context compaction is.")
     commands = parser.add_subparsers(dest="command", required=True)
-    for group in (run, results, chat, files):
+    for group in (run, results, chat, files, models):
         group.register(commands)
     return parser
 

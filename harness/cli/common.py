@@ -72,7 +72,9 @@ def writable_folder(path: Path, flag: str) -> Path:
 
 def model_flags(parser: argparse.ArgumentParser, default: str | None) -> None:
     parser.add_argument("--model", default=default,
-                        help="'local' (embedded SmolLM2), a .gguf path, a claude-... name, or a name for --base-url")
+                        help="an embedded model: qwen2.5-coder-1.5b (the default, also 'local') or smollm2-135m (fast, "
+                             "ignores summary prompts; `harness models` lists them); a .gguf path; a claude-... name; "
+                             "or a name for --base-url")
     parser.add_argument("--base-url", help="an Anthropic-compatible server (llama-server, Ollama, a proxy)")
 
 

@@ -169,8 +169,12 @@ def _variants(args: argparse.Namespace) -> int:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from ..inputs.starter import write_starter
+    from ..models.local import catalog_model
 
-    written = write_starter(args.dir, args.model, args.force)
+    embedded = catalog_model(args.model)
+    install = (f"harness models install {embedded.name}  # its weights, verified by SHA-256" if embedded
+               else f"true  # {args.model} needs no local weights")
+    written = write_starter(args.dir, args.model, install, args.force)
     scenarios = [p for p in written if p.suffix == ".yaml" and "scenarios" in p.parts]
     for path in written:
         if path not in scenarios:
@@ -185,7 +189,8 @@ def register(commands) -> None:
     init = commands.add_parser("init", help="write a starter into your repository: your summary prompt, a gate eval "
                                             "over generated scenarios, and a CI workflow that gates prompt changes")
     init.add_argument("dir", type=Path, nargs="?", default=Path("."), help="the repository (default: here)")
-    init.add_argument("--model", default="local", help="the model the gate runs on (default: the embedded one)")
+    init.add_argument("--model", default="local", help="the model the gate runs on (default: local, the default "
+                                                        "embedded model; `harness models` lists them)")
     init.add_argument("--force", action="store_true", help="overwrite the starter's files where they exist")
     init.set_defaults(handler=cmd_init)
 

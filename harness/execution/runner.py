@@ -277,6 +277,7 @@ class CaseRunner:
         record.extras = fact.target.matcher.extras(answer, expected)
         record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
         record.cache_read_tokens, record.latency_s, record.cached = usage.cache_read_tokens, usage.latency_s, usage.cached
+        record.tool_calls_from_text = usage.tool_calls_from_text
         if self.judge is not None and record.verdict == "forgot" and expected is not None:
             try:
                 record.judge = judge_says_recalled(self.judge, fact.question, fact.target, answer)

@@ -101,7 +101,9 @@ class EvalFile(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
     scenarios: list[str] = Field(min_length=1, description="Scenario files or globs.")
-    model: str = Field(default="local", description="local, a .gguf path, claude-..., or a name for base_url.")
+    model: str = Field(default="local", description="An embedded model (qwen2.5-coder-1.5b, the default, also called "
+                                                    "local; smollm2-135m: fast, ignores summary prompts), a .gguf path, "
+                                                    "claude-..., or a name for base_url.")
     base_url: str | None = Field(default=None, description="Another Anthropic-compatible server.")
     budgets: list[Budget] = Field(min_length=1, description="Absolute (1200) or a share of each scenario's history ('50%').")
     unit: Literal["chars", "tokens"] = "chars"

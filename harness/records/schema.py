@@ -92,6 +92,7 @@ class ProbeRecord(CaseRow):
     cache_read_tokens: int | None = None
     latency_s: float | None = None
     cached: bool | None = None  # every call of the probe came from the response cache
+    tool_calls_from_text: int | None = None  # tool calls made while answering that the model wrote as text (models.tool_text)
 
 
 @dataclass(kw_only=True)
