@@ -295,3 +295,40 @@ def test_summaries_that_run_into_the_token_cap_more_often_fail(tmp_path, capsys)
     old = make_retention_run(tmp_path / "old", {"seed": seed})
     assert main(["gate", "--run", str(copying), "--baseline", str(old)]) == 1
     assert "cannot judge: the baseline does not record its summaries' stop reason" in capsys.readouterr().out
+
+
+def test_a_candidate_named_like_the_control_is_compared_with_the_eval_prompt_never_the_control(tmp_path, capsys):
+    """A prompt file called keeps-nothing.txt is a candidate like any other: compared with the baseline's
+    summary prompt (and the output says so), never with the baseline's keeps-nothing control."""
+    keys = facts(40, 5, ("70%",))
+    seed = make_run(tmp_path / "seed", {k: k[1] != "f0" for k in keys})
+    control = make_run(tmp_path / "control", {k: k[1] == "f0" and k[0] < "s2" for k in keys}, prompt="keeps-nothing")
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "records.jsonl").write_text((seed / "records.jsonl").read_text() + (control / "records.jsonl").read_text())
+    (base / "manifest.json").write_text(json.dumps({
+        "eval": {"name": "crafted", "gate": {}}, "model": MODEL, "control_prompt": "keeps-nothing",
+        "prompts": [{"id": "seed"}, {"id": "keeps-nothing"}]}))
+    candidate = make_run(tmp_path / "cand", {k: k[1] == "f0" and k[0] < "s2" for k in keys}, prompt="keeps-nothing")
+    assert main(["gate", "--run", str(candidate), "--baseline", str(base)]) == 100
+    out = capsys.readouterr().out
+    assert "Candidate `keeps-nothing` is compared with baseline `seed` (the baseline's first prompt: 'keeps-nothing' " \
+           "is the baseline's keeps-nothing control's id, and a candidate is never compared with the control)" in out
+    assert main(["gate", "--run", str(candidate), "--baseline", str(base), "--against", "keeps-nothing"]) == 1
+    assert "is the baseline's keeps-nothing control: a candidate is compared with a summary prompt (seed)" \
+           in capsys.readouterr().err
+
+
+def test_one_budget_and_all_budgets_give_one_verdict_for_the_same_evidence(tmp_path, capsys):
+    """With one budget, the budget's row and the all-budgets row hold the same pairs: both pass, or
+    both cannot judge (here: too little power for a 5% drop)."""
+    keys = facts(12, 5, ("70%",))
+    rng = random.Random(3)
+    baseline = {k: rng.random() < 0.5 for k in keys}
+    code, cand = gate(tmp_path, baseline, dict(baseline))
+    assert code == 1
+    suite = ET.parse(cand / "gate" / "gate-junit.xml").getroot()
+    cells = {c.get("name"): c for c in suite if c.get("classname").startswith("recall")}
+    assert set(cells) == {"budget 70%", "all budgets"}
+    assert [c.find("skipped").get("message") for c in cells.values()] == 2 * [
+        cells["all budgets"].find("skipped").get("message")]

@@ -3,7 +3,8 @@
 For each metric both runs measured (retention: do the summaries state the facts; recall: do the
 probe answers), a cell (summary prompt x budget, plus each prompt over all budgets) fails when
 the metric drops by more than `max_drop` *and* the paired test over scenarios says the drop is
-significant at `alpha`, or when it falls under `floor`. A prompt also fails when its median
+significant at `alpha`, or when it falls under `floor`. A candidate prompt is compared with the
+baseline prompt of its id (or `--against`, or the first), never with the keeps-nothing control. A prompt also fails when its median
 summary is more than `max_summary_growth` longer than the baseline's, or when its summaries stop
 at their token cap more often than the baseline's by more than `max_cap_increase` (keeping facts
 by not compressing is no gain).
@@ -61,6 +62,7 @@ class Cell:
     strategy: str = "summary"
     prompt_id: str = ""  # the prompt ids behind `prompt` and `baseline_prompt`
     baseline_prompt_id: str = ""
+    paired_because: str = ""  # why the candidate is compared with this baseline prompt (`resolve_against`)
 
     @property
     def scope(self) -> str:
@@ -126,19 +128,27 @@ def baseline_prompts(baseline: Run) -> list[str]:
     return [p for p in listed if p != baseline.about.control_prompt]
 
 
-def resolve_against(prompt: str, baseline: Run, against: str | None) -> str:
-    """The baseline prompt a candidate prompt is compared with: `--against`, else the prompt of the
-    same id, else the baseline's first prompt. Checked before a candidate run starts."""
-    available = baseline_prompts(baseline)
+def resolve_against(prompt: str, baseline: Run, against: str | None) -> tuple[str, str]:
+    """The baseline prompt a candidate prompt is compared with, and why: `--against`, else the prompt
+    of the same id, else the baseline's first prompt. Never the baseline's keeps-nothing control: a
+    candidate that shares the control's name is compared with the first prompt, and says so.
+    Checked before a candidate run starts."""
+    available, control = baseline_prompts(baseline), baseline.about.control_prompt
     if against:
+        if against == control:
+            raise CannotJudge(f"{against!r} is the baseline's keeps-nothing control: a candidate is compared with a "
+                              f"summary prompt ({', '.join(available)}), never with the control")
         if against not in available:
             raise CannotJudge(f"the baseline has no prompt {against!r} (it has {', '.join(available)})")
-        return against
-    if prompt in available or prompt == baseline.about.control_prompt:
-        return prompt
+        return against, "--against"
+    if prompt in available:
+        return prompt, "the same id"
     if not available:
         raise CannotJudge("the baseline has no summary prompts")
-    return available[0]
+    if prompt == control:
+        return available[0], (f"the baseline's first prompt: {prompt!r} is the baseline's keeps-nothing control's "
+                              "id, and a candidate is never compared with the control")
+    return available[0], "the baseline's first prompt (no prompt of the same id)"
 
 
 def _errors(run: Run, metric: str, strategy: str, prompt: str) -> float:
@@ -230,7 +240,7 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
         # prompt against the same strategy in the baseline.
         gated = sorted({(s, p) for s, p in zip(cand["strategy"], cand["prompt"]) if p != control})
         for strategy, prompt in gated:
-            base_prompt = resolve_against(prompt, baseline, against)
+            base_prompt, because = resolve_against(prompt, baseline, against)
             mine = cand[(cand["strategy"] == strategy) & (cand["prompt"] == prompt)]
             theirs = base[(base["strategy"] == strategy) & (base["prompt"] == base_prompt)]
             name, base_name = variant(strategy, prompt), variant(strategy, base_prompt)
@@ -244,7 +254,8 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
                 cell = Cell(metric, name, base_name, budget, comparison, _errors(candidate, metric, strategy, prompt),
                             minimum_detectable_drop(reference["value"], reference["scenario"],
                                                     settings.alpha, settings.power),
-                            strategy=strategy, prompt_id=prompt, baseline_prompt_id=base_prompt)
+                            strategy=strategy, prompt_id=prompt, baseline_prompt_id=base_prompt,
+                            paired_because=because)
                 if cell.error_rate > settings.max_error_rate:
                     raise CannotJudge(f"{cell.name}: {cell.error_rate:.0%} of units failed with errors "
                                       f"(limit {settings.max_error_rate:.0%}); see the run's records")
@@ -254,10 +265,11 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
                 if drop > settings.max_drop and comparison.p_value is not None and comparison.p_value < settings.alpha:
                     cell.failures.append(f"{metric} dropped {drop:.1%} (more than {settings.max_drop:.1%}), "
                                          f"significant: p = {comparison.p_value:.3g} < {settings.alpha}")
+                # One rule for every cell, per budget and over all budgets: the same evidence gets one verdict.
                 if not comparison.test.judged:
                     cell.untested = (f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')}, "
                                      f"under {MIN_CLUSTERS})")
-                elif budget == ALL_BUDGETS and (cell.detectable_drop is None or cell.detectable_drop > settings.max_drop):
+                elif cell.detectable_drop is None or cell.detectable_drop > settings.max_drop:
                     can = (f"only drops of {cell.detectable_drop:.1%} or more" if cell.detectable_drop is not None
                            else "nothing: the baseline has too few scenarios")
                     cell.untested = (f"this eval can detect {can} (alpha {settings.alpha:g}, power "

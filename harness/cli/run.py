@@ -101,7 +101,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
             ev = load_eval_of(args, control=False)
             baseline = gate.load_baseline(baseline_dir(ev.spec.name))
             for prompt in ev.prompts:
-                gate.resolve_against(prompt.id, baseline, args.against)
+                gate.resolve_against(prompt.id, baseline, args.against)  # raises before the run if it cannot pair
         run_dir = args.run or run_eval_of(args, control=False)[1]
         about = load_manifest(run_dir)
         settings = gate_settings(args, about)

@@ -36,6 +36,8 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
              f"or when more of them stop at the token cap (by more than {settings.max_cap_increase:.0%}); cannot "
              f"pass an eval unable to detect a {settings.max_drop:.0%} drop with {settings.power:.0%} power.",
              markdown_table(pd.DataFrame.from_dict(rows, orient="index"))]
+    parts += [f"Candidate `{c.prompt}` is compared with baseline `{c.baseline_prompt}` ({c.paired_because})."
+              for c in {c.prompt: c for c in verdict.cells}.values()]
     if verdict.checks:
         parts.append(markdown_table(pd.DataFrame.from_dict(
             {c.name: {"baseline": c.baseline, "candidate": c.candidate, "result": c.result} for c in verdict.checks},
