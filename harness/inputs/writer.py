@@ -17,7 +17,8 @@ from .scenario import Scenario, load_scenario
 
 def dump(data: dict[str, Any]) -> str:
     """A scenario as YAML, keys in the order the format documents them."""
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, allow_unicode=True,
+                     width=100)
 
 
 def write_scenarios(scenarios: list[dict[str, Any]], out_dir: str | Path, origin: str | Path,
