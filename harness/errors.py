@@ -17,8 +17,9 @@ Loc = tuple[str | int, ...]
 class InputError(Exception):
     """A problem in a user's file, located precisely enough to fix without a debugger."""
 
-    def __init__(self, path: str | Path, message: str, line: int | None = None, field: str = ""):
+    def __init__(self, path: str | Path, message: str, line: int | None = None, field: str = "", loc: Loc = ()):
         self.path, self.line, self.field, self.message = str(path), line, field, message
+        self.loc = loc  # the field as a path of keys and indices, where it is known
         self.others: list[InputError] = []  # further independent errors of the same file
         where = self.path if line is None else f"{self.path}:{line}"
         super().__init__(f"{where}: {field + ': ' if field else ''}{message}")

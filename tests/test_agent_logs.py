@@ -25,7 +25,8 @@ REAL = DATA / "real"  # real logs, copied with their sources and licenses (READM
 
 
 def imported(fmt: str, path: Path, tmp_path: Path, **options) -> tuple[Scenario, list[str]]:
-    [result] = import_logs(fmt, [path], tmp_path / "out", Options(**options))
+    [result], refused = import_logs(fmt, [path], tmp_path / "out", Options(**options))
+    assert not refused
     assert load_scenario(result.path) == result.scenario  # what was written validates as it was built
     return result.scenario, result.notes
 
@@ -122,7 +123,7 @@ def test_jsonl_with_a_conversation_a_line_writes_a_scenario_each(tmp_path):
     log = tmp_path / "runs.jsonl"
     conversation = json.loads((DATA / "openai_messages.json").read_text())
     log.write_text("\n".join(json.dumps({"messages": conversation}) for _ in range(2)) + "\n")
-    results = import_logs("openai", [log], tmp_path / "out", Options())
+    results, _ = import_logs("openai", [log], tmp_path / "out", Options())
     assert [r.scenario.id for r in results] == ["runs-1", "runs-2"]
 
 
@@ -225,7 +226,10 @@ def test_every_secret_shape_has_an_example_it_catches(kind, pattern, _):
                 "slack-token": "xoxp-1234-abcdefgh", "google-key": "AIza" + "b" * 35,
                 "jwt": "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4",
                 "bearer-token": "Authorization: Bearer 0123456789abcdef", "url-credentials": "postgres://app:pw@db.internal/x",
-                "secret-setting": "export STRIPE_SECRET=whsec_123456"}
+                "secret-setting": "export STRIPE_SECRET=whsec_123456", "npm-token": "npm_" + "a1" * 18,
+                "pypi-token": "pypi-" + "AgEI" * 12, "netrc-password": "machine db.example.org login app password p4ss",
+                "pgpass-password": "db.internal:5432:app:appuser:pg-P4ssw0rd!",
+                "secret-json": '{"auth": "dXNlcjpwYXNz"}'}
     counts = Counter()
     assert "[REDACTED:" in redact_text(examples[kind], counts) and counts[kind] == 1
 

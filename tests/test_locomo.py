@@ -31,7 +31,7 @@ def raw():
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory):
     out = tmp_path_factory.mktemp("locomo")
-    ((_, scenario, notes),) = import_locomo(CONV, out)
+    ((_, scenario, notes),), _ = import_locomo(CONV, out)
     return scenario, notes
 
 
@@ -102,8 +102,8 @@ def test_the_list_of_samples_shape_gives_the_same_scenario(raw, tmp_path):
     conversation = {k: v for k, v in raw.items() if k != "qa"}
     (tmp_path / "all.json").write_text(json.dumps([{"sample_id": "conv-26", "conversation": conversation,
                                                     "qa": raw["qa"]}]))
-    ((from_list, _, _),) = import_locomo(tmp_path / "all.json", tmp_path / "a")
-    ((from_object, _, _),) = import_locomo(CONV, tmp_path / "b")
+    ((from_list, _, _),), _ = import_locomo(tmp_path / "all.json", tmp_path / "a")
+    ((from_object, _, _),), _ = import_locomo(CONV, tmp_path / "b")
     assert from_list.read_text() == from_object.read_text()
 
 

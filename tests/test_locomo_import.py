@@ -9,7 +9,7 @@ import pytest
 from harness.cli import main
 from harness.errors import InputError
 from harness.inputs.importers.locomo import import_locomo
-from harness.inputs.scenario import probes
+from harness.inputs.scenario import load_scenario, probes
 from harness.scoring.matchers import LocomoF1
 from harness.scoring.matchers import Expectation
 
@@ -46,7 +46,7 @@ def write(tmp_path, data, name="locomo.json"):
 
 def test_released_id_spellings_are_normalised_and_unplantable_items_listed(tmp_path):
     path = write(tmp_path, [{"sample_id": "conv-1", "conversation": conversation(), "qa": QA}])
-    ((file, scenario, notes),) = import_locomo(path, tmp_path / "out")
+    ((file, scenario, notes),), _ = import_locomo(path, tmp_path / "out")
     planted = {fact.id: t for t, turn in enumerate(scenario.turns) for fact in turn.facts}
     turn_of = lambda text: next(t for t, turn in enumerate(scenario.turns) if text in turn.user + str(turn.assistant))
     assert planted["q000"] == turn_of("Lisbon!")  # D:11:26
@@ -69,7 +69,6 @@ def test_strict_keeps_an_unplantable_item_an_error(tmp_path):
 
 
 @pytest.mark.parametrize("samples, message", [
-    ([{"sample_id": "c", "conversation": conversation(), "qa": []}] * 2, "sample_id 'c' appears twice"),
     ([{"sample_id": "../c", "conversation": conversation(), "qa": []}], "sample_id '../c' cannot name a scenario"),
     ([{"sample_id": "c", "conversation": {**conversation(), "speaker_b": None}, "qa": []}], "c: the conversation has "
                                                                                           "no speaker_b name"),
@@ -117,3 +116,23 @@ def test_locomo_scores_derived_by_hand(category, answer, truth, score):
                                            ("That was not mentioned.", 1.0), ("I don't know.", 0.0), ("Rex", 0.0)])
 def test_locomo_category_5_scores_the_benchmark_phrases(answer, score):
     assert LocomoF1(5).score(answer, None) == score
+
+
+def test_one_bad_conversation_or_item_never_sinks_the_file(tmp_path, capsys):
+    """The released file's shape of trouble: a conversation whose id repeats, one with no speaker, and
+    an adversarial question whose tempting answer is itself an abstention ("Not mentioned ..."):
+    each is said, and every conversation that can be written is."""
+    abstaining = {"question": "What did Ann say about the moon?", "evidence": ["D1:1"], "category": 5,
+                  "adversarial_answer": "Not mentioned in the conversation"}
+    samples = [{"sample_id": "a", "conversation": conversation(), "qa": QA[:2] + [abstaining]},
+               {"sample_id": "a", "conversation": conversation(), "qa": QA[:2]},
+               {"sample_id": "b", "conversation": {**conversation(), "speaker_b": ""}, "qa": QA[:2]},
+               {"sample_id": "c", "conversation": conversation(), "qa": QA[:2]}]
+    assert main(["import", "locomo", str(write(tmp_path, samples)), "--out", str(tmp_path / "out")]) == 0
+    out, err = capsys.readouterr()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.yaml", "c.yaml"]
+    assert "sample 1: sample_id 'a' appears twice" in err and "b: the conversation has no speaker_b name" in err
+    assert "a.yaml: 3 turns, 3 facts (2 locomo-4, 1 locomo-5), 1 item left out" in out
+    assert "qa[2]: its adversarial_answer 'Not mentioned in the conversation' is itself an abstention" in out
+    abstain = next(f for t in load_scenario(tmp_path / "out" / "a.yaml").turns for f in t.facts if f.id == "q002")
+    assert abstain.expect == "abstain" and abstain.confabulations == []

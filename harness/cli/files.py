@@ -104,11 +104,17 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..inputs.importers.agent_logs import Options, import_logs
 
     options = Options(args.max_tool_output, not args.no_redact, args.facts, args.every)
-    imported = import_logs(args.format, args.files, args.out, options)
+    try:
+        imported, refused = import_logs(args.format, args.files, args.out, options)
+    except InputError as exc:
+        return _nothing_imported([exc, *exc.others])
     for result in imported:
         print("\n".join(result.summary()))
-    print(f"wrote {plural(len(imported), 'scenario')} to {args.out}; next: `harness validate {args.out}/*.yaml`, "
-          "then an eval over them (see the README's agent sessions)")
+    for error in refused:
+        print(f"refused: {error}", file=sys.stderr)
+    print(f"wrote {plural(len(imported), 'scenario')} to {args.out}"
+          + (f" ({plural(len(refused), 'log')} refused, above)" if refused else "")
+          + f"; next: `harness validate {args.out}/*.yaml`, then an eval over them (see the README's agent sessions)")
     return EXIT_OK
 
 
@@ -116,16 +122,37 @@ def _import_locomo(args: argparse.Namespace) -> int:
     from ..inputs.importers.locomo import import_locomo
     from ..inputs.scenario import probes
 
+    written, errors = [], []
     for file in args.files:
-        for path, scenario, notes in import_locomo(file, args.out, strict=args.strict):
-            facts = probes(scenario)
-            kinds = collections.Counter(f.kind for f in facts)
-            print(f"{path}: {plural(len(scenario.turns), 'turn')}, {plural(len(facts), 'fact')} "
-                  f"({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}), "
-                  f"{plural(len(notes), 'item')} left out")
-            for note in notes:
-                print(f"  {note}")
+        try:
+            imported, refused = import_locomo(file, args.out, strict=args.strict)
+        except InputError as exc:
+            imported, refused = [], [exc, *exc.others]
+        written += imported
+        errors += refused
+    if not written:
+        return _nothing_imported(errors)
+    for error in errors:
+        print(f"refused: {error}", file=sys.stderr)
+    for path, scenario, notes in written:
+        facts = probes(scenario)
+        kinds = collections.Counter(f.kind for f in facts)
+        print(f"{path}: {plural(len(scenario.turns), 'turn')}, {plural(len(facts), 'fact')} "
+              f"({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}), "
+              f"{plural(len(notes), 'item')} left out")
+        for note in notes:
+            print(f"  {note}")
     return EXIT_OK
+
+
+def _nothing_imported(errors: list[InputError]) -> int:
+    """Every log or conversation was refused: each said (one alone as the command's one-line error)."""
+    if len(errors) == 1:
+        raise errors[0]
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    print(f"error: nothing imported ({plural(len(errors), 'refusal')}, above)", file=sys.stderr)
+    return EXIT_ERROR
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

@@ -141,8 +141,8 @@ class EvalFile(BaseModel):
     summary_layout: Literal["system", "transcript-first"] | None = Field(
         default=None, description="system: the seed's request (prompt as system, transcript as the user turn); "
                                   "transcript-first: one user turn, the delimited transcript then the prompt. "
-                                  "Default: transcript-first on the embedded model (it follows summary prompts "
-                                  "measurably better so), system elsewhere.")
+                                  "Default: each embedded model's measured layout (transcript-first for both: "
+                                  "they follow summary prompts measurably better so), system elsewhere.")
     sampling: dict[str, float | int | bool | str] = Field(
         default={}, description="Extra sampling settings sent with every request (for llama.cpp, e.g. "
                                 "repeat_penalty, dry_multiplier); part of the model's identity for caching and gating.")

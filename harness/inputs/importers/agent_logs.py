@@ -1,7 +1,8 @@
 """`harness import FORMAT FILE...` for agent logs: read each file with its format's module, cap
 long tool outputs if asked, redact secrets, derive facts, add a user's own (an overlay file), and
-write one validated scenario per session, all or nothing. What each file gave, and what was left
-out, is reported by `Imported.summary`."""
+write one validated scenario per session. What each file gave, and what was left out, is reported
+by `Imported.summary`; a file or session that cannot be imported is refused, named, while the
+others are written."""
 
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ from typing import Callable
 
 from pydantic import Field
 
-from ...errors import did_you_mean, plural
+from ...errors import InputError, did_you_mean, plural
 from ...scoring.matchers import mentions
-from ..files import load_yaml
+from ..files import MAX_FILE_BYTES, load_yaml
 from ..scenario import Fact, Scenario
-from ..writer import write_scenarios
+from ..writer import write_imported
 from . import claude_code, codex, mini_swe_agent, openai_messages, swe_agent
 from .derive import derive, turn_text
 from .redact import redact
-from .session import Session, cap, layout, to_scenario
+from .session import CAP_MARK, Session, cap, layout, nothing_to_import, to_scenario
 
 FORMATS: dict[str, Callable[[Path], list[Session]]] = {
     "claude-code": claude_code.read,
@@ -77,10 +78,23 @@ class OverlayFact(Fact):
     session: str | None = Field(default=None, description="The scenario id, when the import writes several.")
 
 
-def import_logs(fmt: str, files: list[Path], out_dir: Path, options: Options) -> list[Imported]:
-    read = []
+def import_logs(fmt: str, files: list[Path], out_dir: Path, options: Options
+                ) -> tuple[list[Imported], list[InputError]]:
+    """Import every session of `files`: the scenarios written, and what was refused (a file that is
+    not a log of the format, a session with nothing to import, one too large, one that does not
+    validate), each refusal an error naming its file. Raises the first refusal (the others attached)
+    when nothing could be imported; a bad overlay file stops everything, before anything is written."""
+    read, refused = [], []
     for path in files:
-        for session in FORMATS[fmt](path):
+        try:
+            sessions = FORMATS[fmt](path)
+        except InputError as exc:
+            refused.append(exc)
+            continue
+        for session in sessions:
+            if problem := nothing_to_import(session) or _too_large(session, options.max_tool_output):
+                refused.append(InputError(path, problem))
+                continue
             capped = _cap(session, options.max_tool_output)
             secrets = redact(session) if options.redact else Counter()
             read.append((path, session, capped, secrets))
@@ -91,11 +105,49 @@ def import_logs(fmt: str, files: list[Path], out_dir: Path, options: Options) ->
     facts = [derive(session, options.continuation_every) for _, session, _, _ in read]
     if options.overlay:
         _add_overlay(options.overlay, [session for _, session, _, _ in read], facts)
-    data = [to_scenario(session, by_turn) for (_, session, _, _), by_turn in zip(read, facts)]
-    written = write_scenarios(data, out_dir, files[0] if len(files) == 1 else f"the {fmt} import")
-    return [Imported(source, target, scenario, session.notes, secrets, capped,
-                     Counter(f["kind"] for turn in by_turn.values() for f in turn))
-            for (source, session, capped, secrets), by_turn, (target, scenario) in zip(read, facts, written)]
+    written, invalid = write_imported([to_scenario(session, by_turn) for (_, session, _, _), by_turn in zip(read, facts)],
+                                      out_dir, [str(path) for path, _, _, _ in read])
+    refused += invalid
+    kept = {w.scenario.id: w for w in written}
+    imported = [Imported(source, kept[session.id].path, kept[session.id].scenario, session.notes + kept[session.id].notes,
+                         secrets, capped, Counter(f.kind for turn in kept[session.id].scenario.turns for f in turn.facts))
+                for (source, session, capped, secrets) in read if session.id in kept]
+    if not imported:
+        first, *others = refused or [InputError(files[0], "nothing to import")]
+        first.others = others
+        raise first
+    return imported, refused
+
+
+def _too_large(session: Session, max_tool_output: int | None) -> str | None:
+    """Why the session cannot fit a scenario file (and the --max-tool-output that would make it
+    fit), or None. Estimated from its text before anything is written, so a huge log is refused in
+    seconds; YAML's quoting is allowed for by a margin."""
+    room = int(MAX_FILE_BYTES * 0.8)
+    outputs = sorted(len(call.result or "") for call in session.calls())
+    words = sum(len(value) for holder, key in session.strings() if isinstance(
+        value := holder[key] if isinstance(holder, (dict, list)) else getattr(holder, key), str)) - sum(outputs)
+    capped = [min(n, max_tool_output) + CAP_MARK if max_tool_output is not None and n > max_tool_output else n for n in outputs]
+    if words + sum(capped) <= room:
+        return None
+    size = f"the session is about {words + sum(capped):,} characters, more than a scenario file holds ({MAX_FILE_BYTES:,} bytes)"
+    if words + CAP_MARK * len(outputs) > room:
+        return (f"{size}: its {plural(len(outputs), 'tool call')} and the agent's words alone are {words:,} characters, "
+                "so capping tool outputs cannot make it fit; import a part of the log (split the file)")
+    cap_to = _largest_cap(outputs, room - words)
+    return f"{size}: import it with `--max-tool-output {cap_to}` (tool outputs cut to {cap_to:,} characters)"
+
+
+def _largest_cap(lengths: list[int], room: int) -> int:
+    """The largest cap on tool outputs (lengths sorted) whose capped total, markers included, fits `room`."""
+    low, high = 0, lengths[-1] if lengths else 0
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sum(min(n, middle) + (CAP_MARK if n > middle else 0) for n in lengths) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _cap(session: Session, limit: int | None) -> int:

@@ -27,7 +27,7 @@ def read(path: Path) -> list[Session]:
     lines = json_lines(path, session.notes, "a Claude Code session")
     if not any(entry.get("type") in ("user", "assistant") for _, entry in lines):
         raise InputError(path, "not a Claude Code session: no user or assistant line")
-    conversation = _main_path(lines, session)
+    conversation = _main_path(lines, session, path.name)
     builder = Builder(session)
     assistant: list[dict[str, Any]] = []  # content blocks of the assistant message being read
     where = ""
@@ -71,25 +71,65 @@ def _blocks(content: Any) -> list[Any]:
     return content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
 
 
-def _main_path(lines: list[tuple[int, dict[str, Any]]], session: Session) -> list[tuple[int, dict[str, Any]]]:
+def _by_uuid(lines: list[tuple[int, dict[str, Any]]], session: Session, name: str
+             ) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+    """The lines of each uuid. A uuid used twice is said with both lines: an exact copy (a resumed
+    session writes some again) is read once, different lines are both kept."""
+    by_uuid: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for number, entry in lines:
+        if not isinstance(uuid := entry.get("uuid"), str):
+            continue
+        same = by_uuid.setdefault(uuid, [])
+        if same:
+            copy = same[0][1].get("message") == entry.get("message")
+            session.notes.append(f"{name}:{number}: uuid {uuid} is also line {same[0][0]}'s: "
+                                 + ("a repeated copy, read once" if copy else "both lines kept, in file order"))
+            if copy:
+                continue
+        same.append((number, entry))
+    return by_uuid
+
+
+def _main_path(lines: list[tuple[int, dict[str, Any]]], session: Session, name: str
+               ) -> list[tuple[int, dict[str, Any]]]:
     """The lines of the conversation the session ended on, in order (see the module docstring).
     The chain is followed through every line (a meta line may sit between two turns); only the
-    conversation's own lines are kept from it."""
+    conversation's own lines are kept from it. Where the chain breaks (a parent that no line has,
+    a cycle), that is said with the line, and the lines before it are read in file order."""
     def conversational(entry: dict[str, Any]) -> bool:
         return entry.get("type") in ("user", "assistant") and not entry.get("isSidechain") and not entry.get("isMeta")
 
     def kept(entry: dict[str, Any]) -> bool:
         return conversational(entry) or (entry.get("type") == "system" and entry.get("subtype") == "compact_boundary")
 
-    by_uuid = {entry["uuid"]: (number, entry) for number, entry in lines if entry.get("uuid")}
+    by_uuid = _by_uuid(lines, session, name)
+    position = {id(entry): i for i, (_, entry) in enumerate(lines)}
+
+    def before(node: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any]] | None:
+        """Where a broken chain goes on: the conversation's line just before `node` in the file."""
+        return next((lines[j] for j in range(position[id(node[1])] - 1, -1, -1)
+                     if conversational(lines[j][1]) and id(lines[j][1]) not in seen), None)
+
     candidates = [line for line in lines if conversational(line[1])]
     if any(entry.get("parentUuid") or entry.get("logicalParentUuid") for _, entry in candidates):
         path, seen, node = [], set(), candidates[-1]
-        while node is not None and id(node[1]) not in seen:
+        while node is not None:
             seen.add(id(node[1]))
             path.append(node)
             parent = node[1].get("parentUuid") or node[1].get("logicalParentUuid")
-            node = by_uuid.get(parent) if parent else None
+            if not parent:
+                break
+            found = by_uuid.get(parent)
+            if found is None or any(id(entry) in seen for _, entry in found):
+                why = (f"its parentUuid {parent} names no line of the file" if found is None
+                       else f"its parentUuid {parent} leads back to line {found[0][0]} (a cycle)")
+                node = before(node)
+                session.notes.append(f"{name}:{path[-1][0]}: {why}; "
+                                     + ("the lines before it are read in file order" if node else "the chain ends here"))
+                continue
+            path.extend(reversed(found[1:]))  # lines sharing one uuid: all kept, in file order
+            seen.update(id(entry) for _, entry in found[1:])
+            node = found[0]
         path.reverse()
     else:  # an old or hand-made log with no links: file order
         path = lines

@@ -23,7 +23,7 @@ from ...messages import strings_in
 from ...scoring.matchers import mentions
 from ...scoring.normalize import distinctive
 from .redact import MARK
-from .session import Session, TurnOf, layout
+from .session import PLACEHOLDERS, Session, TurnOf, layout
 
 EDIT_TOOLS = {"edit", "write", "multiedit", "notebookedit", "create", "create_file", "write_file", "edit_file",
               "str_replace_editor", "str_replace_based_edit_tool", "apply_patch"}
@@ -103,8 +103,8 @@ def turn_text(session: Session, where: TurnOf) -> str:
 
 
 def _task(session: Session, plant) -> None:
-    if not session.exchanges:
-        return
+    if not session.exchanges or session.exchanges[0].user in PLACEHOLDERS:
+        return  # the log does not say what the task was
     first = session.exchanges[0].user
     issue = re.search(r"ISSUE:\s*\n\s*(.+)", first)  # SWE-agent's prompt names the issue's title
     line = (issue[1] if issue else next((l for l in first.splitlines() if l.strip()), "")).strip()

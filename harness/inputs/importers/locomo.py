@@ -9,8 +9,9 @@ the right outcome and their `adversarial_answer` is scored as a confabulation.
 
 The released data has evidence ids in several spellings (`D1:3`, `D:11:26`, `D30:05`, several
 ids in one string); they are normalised where the intent is unambiguous. An item whose evidence
-still cannot be found, or that lacks a question, answer or integer category, is left out and
-listed (`strict=True`: it is an error instead). Conversation structure errors are fatal, named.
+still cannot be found, that lacks a question, answer or integer category, or that would not validate
+as a fact, is left out and listed (`strict=True`: it is an error instead). A conversation with a
+structure error is refused, named, and the file's other conversations are written.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from typing import Any
 
 from ...errors import InputError
 from ...scoring.matchers import Expectation, LocomoF1, mentions, states
+from ...scoring.verdict import abstains
 from ..scenario import Scenario
-from ..writer import write_scenarios
+from ..writer import write_imported
 
 F1_THRESHOLD = 0.5
 ADVERSARIAL = 5
@@ -32,11 +34,12 @@ _DIALOGUE_ID = re.compile(r"D:?(\d+):0*(\d+)")
 NO_REPLY = "(no reply)"  # a session can end on the user's line; the scripted reply stays honest
 
 
-def _samples(path: Path) -> list[tuple[str, dict, list]]:
-    """(scenario id, conversation, qa) for each conversation, from either published shape."""
+def _samples(path: Path) -> list[tuple[str, dict, list] | InputError]:
+    """(scenario id, conversation, qa) for each conversation, from either published shape; a
+    conversation that cannot become a scenario comes as the error naming it."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise InputError(path, f"cannot read a LoCoMo JSON file: {exc}") from None
     if isinstance(data, dict) and "speaker_a" in data:
         samples = [(path.stem, data, data.get("qa", []))]
@@ -47,23 +50,29 @@ def _samples(path: Path) -> list[tuple[str, dict, list]]:
         raise InputError(path, "not a LoCoMo file: expected one conversation (speaker_a, speaker_b, session_N, qa) "
                                "or a list of samples with sample_id, conversation and qa")
     seen: set[str] = set()
+    checked: list[tuple[str, dict, list] | InputError] = []
     for i, (sample, conversation, qa) in enumerate(samples):
         where = f"sample {i}" if isinstance(data, list) else "the conversation"
-        if not re.fullmatch(SAFE_ID, sample):
-            raise InputError(path, f"{where}: sample_id {sample!r} cannot name a scenario file (letters, digits, "
-                                   "'.', '_' and '-' only)", field="sample_id")
-        if sample in seen:
-            raise InputError(path, f"{where}: sample_id {sample!r} appears twice; each conversation needs its own",
-                             field="sample_id")
+        problem = _sample_problem(sample, conversation, qa, where, seen)
+        checked.append(InputError(path, problem[1], field=problem[0]) if problem else (sample, conversation, qa))
         seen.add(sample)
-        if not isinstance(conversation, dict):
-            raise InputError(path, f"{sample}: the conversation is not an object", field="conversation")
-        for speaker in ("speaker_a", "speaker_b"):
-            if not isinstance(conversation.get(speaker), str) or not conversation[speaker].strip():
-                raise InputError(path, f"{sample}: the conversation has no {speaker} name", field=speaker)
-        if not isinstance(qa, list):
-            raise InputError(path, f"{sample}: qa is not a list", field="qa")
-    return samples
+    return checked
+
+
+def _sample_problem(sample: str, conversation: Any, qa: Any, where: str, seen: set[str]) -> tuple[str, str] | None:
+    """(field, why) a conversation cannot become a scenario, or None."""
+    if not re.fullmatch(SAFE_ID, sample):
+        return "sample_id", f"{where}: sample_id {sample!r} cannot name a scenario file (letters, digits, '.', '_' and '-' only)"
+    if sample in seen:
+        return "sample_id", f"{where}: sample_id {sample!r} appears twice; each conversation needs its own"
+    if not isinstance(conversation, dict):
+        return "conversation", f"{sample}: the conversation is not an object"
+    for speaker in ("speaker_a", "speaker_b"):
+        if not isinstance(conversation.get(speaker), str) or not conversation[speaker].strip():
+            return speaker, f"{sample}: the conversation has no {speaker} name"
+    if not isinstance(qa, list):
+        return "qa", f"{sample}: qa is not a list"
+    return None
 
 
 def _sessions(path: Path, sample: str, conversation: dict) -> list[tuple[int, str, list[dict]]]:
@@ -172,8 +181,12 @@ def convert(path: Path, sample: str, conversation: dict, qa: list, strict: bool 
                                 "probe": str(item["question"]), "match": "locomo", "category": category,
                                 "f1_threshold": F1_THRESHOLD}
         if category == ADVERSARIAL:
-            fact.update(expect="abstain", confabulations=[str(item.get("adversarial_answer", ""))] if
-                        item.get("adversarial_answer") not in (None, "") else [])
+            tempting = str(item.get("adversarial_answer") or "").strip()
+            if tempting and abstains(tempting):  # "Not mentioned ...": abstaining would be scored as it
+                notes.append(f"{where}: its adversarial_answer {tempting!r} is itself an abstention: kept as a question "
+                             "to abstain on, without that answer as a confabulation")
+                tempting = ""
+            fact.update(expect="abstain", confabulations=[tempting] if tempting else [])
         else:
             answer = str(item.get("answer", "")).strip()
             if mentions(fact["probe"], answer):
@@ -192,14 +205,36 @@ def convert(path: Path, sample: str, conversation: dict, qa: list, strict: bool 
     return scenario, notes
 
 
-def import_locomo(path: str | Path, out_dir: str | Path, strict: bool = False) -> list[tuple[Path, Scenario, list[str]]]:
-    """Write one validated scenario file per conversation; nothing is written for a bad one.
-    Returns each file with the scenario it holds and notes on the QA items left out."""
+def import_locomo(path: str | Path, out_dir: str | Path, strict: bool = False
+                  ) -> tuple[list[tuple[Path, Scenario, list[str]]], list[InputError]]:
+    """Write one validated scenario file per conversation: each file with the scenario it holds and
+    notes on the QA items left out, and the conversations refused (a structure error, nothing left to
+    probe, a scenario that does not validate), named, while the others are written. Raises the first
+    refusal (the others attached) when no conversation could be written."""
     path = Path(path)
-    converted = [convert(path, sample, conversation, qa, strict) for sample, conversation, qa in _samples(path)]
-    if not any(turn.get("facts") for scenario, _ in converted for turn in scenario["turns"]):
-        notes = [note for _, notes in converted for note in notes]
-        raise InputError(path, f"every QA item was left out ({len(notes)}"
-                               + (f"; the first: {notes[0]}" if notes else "") + "): nothing to probe, nothing written")
-    written = write_scenarios([scenario for scenario, _ in converted], out_dir, path)
-    return [(target, scenario, notes) for (target, scenario), (_, notes) in zip(written, converted)]
+    converted, refused = [], []
+    for checked in _samples(path):
+        if isinstance(checked, InputError):
+            refused.append(checked)
+            continue
+        try:
+            scenario, notes = convert(path, *checked, strict)
+        except InputError as exc:
+            refused.append(exc)
+            continue
+        if not any(turn.get("facts") for turn in scenario["turns"]):
+            refused.append(InputError(path, f"{sample}: every QA item was left out ({len(notes)}"
+                                            + (f"; the first: {notes[0]}" if notes else "") + "): nothing to probe"))
+            continue
+        converted.append((scenario, notes))
+    written, invalid = write_imported([scenario for scenario, _ in converted], out_dir,
+                                      [f"{path}: {scenario['id']}" for scenario, _ in converted])
+    by_id = {w.scenario.id: w for w in written}
+    result = [(by_id[s["id"]].path, by_id[s["id"]].scenario, notes + by_id[s["id"]].notes)
+              for s, notes in converted if s["id"] in by_id]
+    refused += invalid
+    if not result:
+        first, *others = refused
+        first.others = others
+        raise first
+    return result, refused

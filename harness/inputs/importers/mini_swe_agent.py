@@ -23,14 +23,14 @@ _RETURN_CODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 
 
 def read(path: Path) -> list[Session]:
-    data = read_json(path, "a mini-swe-agent trajectory")
+    name = path.name.removesuffix(".json").removesuffix(".traj")
+    session = Session(slug(name), f"mini-swe-agent trajectory {path.name}, imported with `harness import "
+                                  "mini-swe-agent`.")
+    data = read_json(path, "a mini-swe-agent trajectory", session.notes)
     messages = data.get("messages") if isinstance(data, dict) else data
     if not isinstance(messages, list) or not messages:
         raise InputError(path, "not a mini-swe-agent trajectory: expected a `messages` list (or a list of messages)",
                          field="messages" if isinstance(data, dict) else "")
-    name = path.name.removesuffix(".json").removesuffix(".traj")
-    session = Session(slug(name), f"mini-swe-agent trajectory {path.name}, imported with `harness import "
-                                  "mini-swe-agent`.")
     ids = count()
 
     def commands(text: str) -> list[Call]:

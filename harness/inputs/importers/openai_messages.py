@@ -44,7 +44,7 @@ def _conversations(path: Path, notes: list[str]) -> list[tuple[str, list[tuple[s
             return [(f"{path.name}:{number}", [(f"{path.name}:{number}: messages[{i}]", m)
                                                for i, m in enumerate(entry["messages"])]) for number, entry in lines]
         return [(path.name, [(f"{path.name}:{number}", entry) for number, entry in lines])]
-    data = read_json(path, "a list of chat messages")
+    data = read_json(path, "a list of chat messages", notes)
     messages = data.get("messages") if isinstance(data, dict) else data
     if not isinstance(messages, list) or not messages:
         raise InputError(path, "not a list of chat messages: expected a JSON list, or an object with a `messages` list",

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ...errors import InputError
+from ...errors import InputError, plural
 
 NO_OUTPUT = "(no output)"
 NO_RESULT = "(no result in the log)"
 NO_REPLY = "(no reply)"
+LOG_STARTS = "(the log starts here)"  # the user line of a log that opens with the agent
+PLACEHOLDERS = {NO_OUTPUT, NO_RESULT, NO_REPLY, LOG_STARTS}  # text the importer wrote, not the log
 IMPORTED_TOOL = "(imported: this tool is not replayed live)"
 
 
@@ -130,11 +132,27 @@ class TurnOf:
     step: Step | None  # None: the user's line of an exchange with no tool step
 
 
+CAP_MARK = 60  # at most the characters the marker of a cut output adds
+
+
 def cap(text: str, limit: int | None) -> str:
     """A tool output kept as it was, or cut to `limit` characters with a marker saying so."""
     if limit is None or len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit:,} more characters cut at import ...]"
+
+
+def nothing_to_import(session: Session) -> str | None:
+    """Why a session holds nothing a scenario could replay, or None: no exchange at all, or not one
+    user line with text and not one tool step (every content empty or null). Refused rather than
+    written as placeholders."""
+    if not session.exchanges:
+        return "nothing to import: the log holds no user message and no agent step"
+    said = [e.user for e in session.exchanges if e.user not in PLACEHOLDERS]
+    if not said and not any(step.calls for e in session.exchanges for step in e.steps):
+        return (f"nothing to import: none of its {plural(len(session.exchanges), 'exchange')} has a user line with text "
+                "or a tool call (every content is empty or null), so the task cannot be recovered")
+    return None
 
 
 def layout(session: Session) -> list[TurnOf]:
@@ -216,8 +234,8 @@ class Builder:
     def assistant(self, text: str, calls: list[Call], where: str) -> None:
         if self.current is None:
             self.session.notes.append(f"{where}: the log starts with the agent; its first user line reads "
-                                      "'(the log starts here)'")
-            self.user("(the log starts here)")
+                                      f"'{LOG_STARTS}'")
+            self.user(LOG_STARTS)
         if text.strip():
             self.pending.append(text.strip())
         if not calls:
@@ -244,7 +262,10 @@ class Builder:
         return results
 
     def compacted(self, summary: str, where: str) -> None:
-        self.recorded = summary.strip() or None
+        if not summary.strip():
+            self.session.notes.append(f"{where}: a compaction with no summary text: left out (nothing to replay)")
+            return
+        self.recorded = summary.strip()
         self.session.notes.append(f"{where}: the agent compacted its history here (recorded for the `recorded` strategy)")
 
     def _close(self) -> None:
@@ -261,31 +282,84 @@ class Builder:
         return self.session
 
 
-def read_json(path: Path, what: str) -> Any:
-    """A whole-file JSON log, or an InputError naming the file, the line and what it should be."""
+MAX_LOG_BYTES = 1 << 30  # a log this big is many sessions, or tool outputs no scenario can hold: split it first
+DETECT_BYTES = 1 << 20  # how much of a file that is not UTF-8 its encoding is guessed from
+_BOMS = [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
+
+
+def read_text(path: Path, notes: list[str]) -> str:
+    """A log's text. UTF-8, else the encoding its byte-order mark names or that can be detected
+    (noted); bytes no encoding explains become U+FFFD, noted with the line of the first."""
     try:
-        return json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        size = path.stat().st_size
+        if size > MAX_LOG_BYTES:
+            raise InputError(path, f"{size:,} bytes, over the {MAX_LOG_BYTES:,} a log may have: split it (one session "
+                                   "a file) or cut its longest tool outputs before importing")
+        raw = path.read_bytes()
     except OSError as exc:
         raise InputError(path, f"cannot read it ({exc.strerror})") from None
+    for mark, codec in _BOMS:
+        if raw.startswith(mark):
+            if codec != "utf-8":
+                notes.append(f"{path.name}: read as {codec.upper()} (its byte-order mark says so)")
+            return raw[len(mark):].decode(codec, errors="replace")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        first_bad = exc.start
+    import charset_normalizer  # only for the rare file that is not UTF-8
+
+    guess = charset_normalizer.from_bytes(raw[:DETECT_BYTES]).best()
+    if guess is not None and guess.encoding not in ("utf_8", "ascii"):
+        try:
+            text = raw.decode(guess.encoding)
+        except (UnicodeDecodeError, LookupError):
+            pass
+        else:
+            notes.append(f"{path.name}: not UTF-8; read as {guess.encoding} (detected; check names and quotes "
+                         "in the scenario, or convert the file to UTF-8 first)")
+            return text
+    text = raw.decode("utf-8", errors="replace")
+    line = raw.count(b"\n", 0, first_bad) + 1
+    notes.append(f"{path.name}:{line}: bytes that are not UTF-8, and no other encoding fits the file: "
+                 f"{text.count(chr(0xFFFD)):,} replaced with U+FFFD")
+    return text
+
+
+def parse_json(text: str) -> Any:
+    """JSON, with nesting too deep for the decoder's recursion as a ValueError like any bad JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read (hundreds of levels): not a log") from None
+
+
+def read_json(path: Path, what: str, notes: list[str]) -> Any:
+    """A whole-file JSON log, or an InputError naming the file, the line and what it should be."""
+    text = read_text(path, notes)
+    try:
+        return parse_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not {what}: not JSON ({exc.msg})", line=exc.lineno) from None
+    except ValueError as exc:
+        raise InputError(path, f"not {what}: {exc}") from None
 
 
 def json_lines(path: Path, notes: list[str], what: str) -> list[tuple[int, dict[str, Any]]]:
     """The JSON objects of a JSONL log with their line numbers; lines that are not one are noted
     (real logs end mid-line when the agent was killed) and left out."""
-    try:
-        raw = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise InputError(path, f"cannot read it ({exc.strerror})") from None
-    lines, broken = [], []
-    for number, line in enumerate(raw, 1):
+    lines, broken, deep = [], [], []
+    for number, line in enumerate(read_text(path, notes).splitlines(), 1):
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = parse_json(line)
         except json.JSONDecodeError:
             entry = None
+        except ValueError:
+            entry = None
+            deep.append(number)
         if isinstance(entry, dict):
             lines.append((number, entry))
         else:
@@ -294,6 +368,6 @@ def json_lines(path: Path, notes: list[str], what: str) -> list[tuple[int, dict[
         raise InputError(path, f"not {what}: no line is a JSON object", line=broken[0] if broken else None)
     if broken:
         shown = ", ".join(map(str, broken[:10])) + (f" and {len(broken) - 10} more" if len(broken) > 10 else "")
-        notes.append(f"{path.name}: {'line' if len(broken) == 1 else 'lines'} {shown}: not a JSON object, "
-                             "left out")
+        why = f" ({plural(len(deep), 'line')} nested too deeply to read)" if deep else ""
+        notes.append(f"{path.name}: {'line' if len(broken) == 1 else 'lines'} {shown}: not a JSON object{why}, left out")
     return lines

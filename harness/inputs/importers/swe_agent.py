@@ -18,22 +18,22 @@ from typing import Any
 
 from ...errors import InputError, plural
 from .derive import diff_files
-from .session import Builder, Call, Session, read_json, slug, text_of
+from .session import LOG_STARTS, Builder, Call, Session, read_json, slug, text_of
 
 TOOL = "swe_agent"
 
 
 def read(path: Path) -> list[Session]:
-    data = read_json(path, "a SWE-agent trajectory")
-    if not isinstance(data, dict) or not isinstance(data.get("trajectory", data.get("history")), list):
-        raise InputError(path, "not a SWE-agent trajectory: no `trajectory` or `history` list", field="trajectory")
     session = Session(slug(path.name.removesuffix(".traj")),
                       f"SWE-agent trajectory {path.name}, imported with `harness import swe-agent`.")
+    data = read_json(path, "a SWE-agent trajectory", session.notes)
+    if not isinstance(data, dict) or not isinstance(data.get("trajectory", data.get("history")), list):
+        raise InputError(path, "not a SWE-agent trajectory: no `trajectory` or `history` list", field="trajectory")
     history = [m for m in data.get("history") or [] if isinstance(m, dict)]
     demos = _demos(history)
     task = next((m for m in history if m.get("role") == "user" and id(m) not in demos), None)
     builder = Builder(session)
-    builder.user(text_of(task.get("content")) if task else "(the log starts here)")
+    builder.user(text_of(task.get("content")) if task else LOG_STARTS)
     steps = [s for s in data.get("trajectory") or [] if isinstance(s, dict)] or _steps_from(history, task)
     for n, step in enumerate(steps):
         where = f"{path.name}: trajectory[{n}]"
