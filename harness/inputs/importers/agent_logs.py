@@ -93,7 +93,7 @@ def import_logs(fmt: str, files: list[Path], out_dir: Path, options: Options
             continue
         for session in sessions:
             if problem := nothing_to_import(session) or _too_large(session, options.max_tool_output):
-                refused.append(InputError(path, problem))
+                refused.append(InputError(f"{path} ({session.id})" if len(sessions) > 1 else path, problem))
                 continue
             capped = _cap(session, options.max_tool_output)
             secrets = redact(session) if options.redact else Counter()

@@ -150,8 +150,8 @@ def nothing_to_import(session: Session) -> str | None:
         return "nothing to import: the log holds no user message and no agent step"
     said = [e.user for e in session.exchanges if e.user not in PLACEHOLDERS]
     if not said and not any(step.calls for e in session.exchanges for step in e.steps):
-        return (f"nothing to import: none of its {plural(len(session.exchanges), 'exchange')} has a user line with text "
-                "or a tool call (every content is empty or null), so the task cannot be recovered")
+        return ("nothing to import: no user line has text and no tool call was made (every content is empty or "
+                "null), so the task cannot be recovered")
     return None
 
 
