@@ -10,9 +10,8 @@ from harness.scoring.matchers import Expectation, Target
 from harness.scoring.verdict import verdict
 
 CORPUS = load_corpus()
-# The rule's documented limit (README, scoring/affirmation.py): a prohibition phrased as a bare
-# "Not X" reads as a denial of X.
-KNOWN_LIMITS = {"Not the reporting replica: it must never touch it.", "Not the M4 - route it via the M5."}
+# The rule's documented limits (README, scoring/affirmation.py); none of the corpus's answers today.
+KNOWN_LIMITS: set[str] = set()
 
 
 def test_the_corpus_covers_every_class_of_answer():
@@ -48,6 +47,9 @@ ALLERGY = Target(Expectation("peanuts", constraint=True))
     (ALLERGY, "Nothing with peanuts."),                 # nothing + with
     (ALLERGY, "Peanuts are off limits."),               # off limits after it
     (ALLERGY, "You must not use peanuts."),             # must not + the action
+    (DEPLOY, "Deploys are never done on Friday."),      # the prohibition in the passive
+    (ALLERGY, "Not peanuts."),                          # a bare "Not X" answering what is prohibited
+    (ALLERGY, "Not peanuts - use almonds instead."),    # ... with the instruction that follows it
 ])
 def test_a_restated_constraint_is_recall(target, answer):
     assert verdict(answer, target) == "recalled"

@@ -21,8 +21,10 @@ plastic". What is not recall of a constraint:
   against the reporting replica");
 - a refusal ("I can't tell you which database").
 
-Known limit: a prohibition phrased as a bare "Not X!" ("Not the M4, route it via the M5") reads
-as a denial; the rule cannot tell it from "Not Friday, Monday".
+A prohibition restated in the passive ("Deploys are never done on Friday") is recall, as is a bare
+"Not X" that answers what is prohibited ("Not the M4.", "Not the M4 - route it via the M5"), unless
+what follows corrects X ("Not Friday, Monday", "Not Friday. I think it was Monday"): then it is a
+denial.
 
 The same clause reading finds prohibitions in a planting turn (`prohibits`: is a fact a
 constraint?) and hedges between an old and a new value (`offers_both`: "either 2,350 or 2,800").
@@ -81,11 +83,25 @@ def clauses(text: str) -> list[str]:
 
 def affirms(text: str, value: str, tolerance: float | None = None, constraint: bool = False) -> bool:
     """Whether some clause of an answer affirms `value` (see the module docstring)."""
-    return any(_affirmed(clause, span, constraint)
-               for clause in clauses(text) for span in occurrences(clause, value, tolerance))
+    parts = clauses(text)
+    return any(_affirmed(clause, span, constraint, " ".join(parts[i + 1:]))
+               for i, clause in enumerate(parts) for span in occurrences(clause, value, tolerance))
 
 
-def _affirmed(clause: str, span: tuple[int, int], constraint: bool) -> bool:
+# What follows a bare "Not X" when it corrects X ("Not Friday, it was Monday", "Not Friday. I think it
+# was Monday"): a statement of what it was, or a bare alternative of a few words ("Not Friday, Monday").
+_CORRECTION = re.compile(r"^\s*(?:(?:i think|i believe|actually|rather|but)\s+)*(?:it|that|this|the \w+|they)?\s*"
+                         r"(?:was|is|s|were|are|would be)\b")
+# ... unlike an instruction that goes on from the rule ("Not the M4 - route it via the M5").
+_INSTRUCTION = re.compile(r"^\s*(?:please\s+)?(?:use|take|book|route|try|go|choose|pick|send|ship|deploy|run|prefer"
+                          r"|stick|switch|stay|email|contact|call|ask|keep|buy|order|cook|serve)\b")
+
+
+def _corrects(following: str) -> bool:
+    return bool(_CORRECTION.match(following)) or (0 < len(following.split()) <= 3 and not _INSTRUCTION.match(following))
+
+
+def _affirmed(clause: str, span: tuple[int, int], constraint: bool, rest: str = "") -> bool:
     before, after = clause[:span[0]], clause[span[1]:]
     if _CONTRAST.search(before):
         return False
@@ -101,11 +117,13 @@ def _affirmed(clause: str, span: tuple[int, int], constraint: bool) -> bool:
         return True  # "no peanuts", "nothing before 10 am", "anything except plastic"
     between = before[cue.end():].split()
     preceding = before[:cue.start()].split()
-    if cue[0] == "never":
-        return not (preceding and preceding[-1] in _COPULA)  # "never on a Friday"; "it was never Friday"
-    copular = (preceding and preceding[-1] in _COPULA) or cue[0].split()[0] in _COPULA  # "is not", "isn t"
     acts = any(word not in _FUNCTION for word in between)  # "don t use", "must not make changes in"
-    return acts and not copular
+    copular = bool(preceding and preceding[-1] in _COPULA)
+    if cue[0] == "never":  # "never on a Friday"; "deploys are never done on Fridays"; not "it was never Friday"
+        return acts or not copular
+    if cue[0] == "not" and not preceding and not acts:  # a bare "Not the M4.": the rule, unless it corrects
+        return not _corrects(f"{after} {rest}".strip())
+    return acts  # "don t use", "are not shipped on"; not "it s not", "isn t", "not on the"
 
 
 def offers_both(text: str, value: str, other: str, tolerance: float | None = None) -> bool:
