@@ -56,7 +56,7 @@ def test_installed_into_a_fresh_venv_init_validate_and_run_outside_the_repositor
     assert "Next, record the first baseline" in run("init")
     workflow = (repo / ".github" / "workflows" / "compaction-gate.yml").read_text()
     assert "harness models install qwen2.5-coder-1.5b" in workflow and "actions/cache" in workflow
-    assert "evals/compaction-gate.yaml: ok (30 scenarios, 2 prompts" in run("validate", "evals/compaction-gate.yaml")
+    assert "evals/compaction-gate.yaml: ok (64 scenarios, 2 prompts" in run("validate", "evals/compaction-gate.yaml")
     out = run("run", "evals/compaction-gate.yaml", "--limit", "2", "--quiet")
     assert "Summary retention by prompt and budget" in out
     run_dir = next((repo / "results" / "runs").iterdir())
