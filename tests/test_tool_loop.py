@@ -9,6 +9,7 @@ from pathlib import Path
 import anthropic
 import httpx
 import pytest
+import yaml
 from hypothesis import given, settings, strategies as st
 
 from fakes import FakeClient
@@ -196,3 +197,54 @@ def test_a_probe_over_the_context_window_is_its_own_outcome(tmp_path, capsys, mo
     assert records and {r["verdict"] for r in records} == {"overflow"}
     assert all(r["error"].startswith("context window exceeded") for r in records)
     assert "context window exceeded" in out and "forgot" not in {r["verdict"] for r in records}
+
+
+# --- sets that grow: the artifact trail at every cut ---------------------------------------------
+
+
+def test_a_compaction_mid_session_scores_the_files_changed_so_far(tmp_path, monkeypatch):
+    """Four files written at steps 1, 2, 6 and 7: a compaction before step 5 folds two of them, and its
+    retention row scores those two (the summary names one: half credit, the other listed missing);
+    the probe at the end places each file where it was (in the last summary, or gone: before the probe
+    the last compaction keeps only the closing step verbatim)."""
+    steps = [{"tool_calls": [{"tool": "Write", "input": {"file_path": f"src/{name}.py", "content": "x = 1"},
+                              "result": f"Wrote src/{name}.py"}]} if name else
+             {"tool_calls": [{"tool": "Bash", "input": {"command": f"pytest -k case{n}"}, "result": "1 passed " * 20}]}
+             for n, name in enumerate([None, "alpha", "beta", None, None, None, "gamma", "delta"])]
+    turns = [{"user": "Split the module into four files.", "assistant": steps[0]}] + [
+        {"assistant": step} for step in steps[1:]]
+    turns[-1]["assistant"]["final"] = "Done."
+    turns[0]["facts"] = [{"id": "files-changed", "kind": "artifact", "match": "set", "probe": "Which files did you write?",
+                          "items": [f"src/{n}.py" for n in ("alpha", "beta", "gamma", "delta")],
+                          "item_turns": [1, 2, 6, 7]}]
+    # A growing set is planted at its first item's turn.
+    turns[1].setdefault("facts", []).append(turns[0].pop("facts")[0])
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"id": "grow", "description": "d", "tools": [
+        {"name": "Write", "description": "w", "result": "ok"}, {"name": "Bash", "description": "b", "result": "ok"}],
+        "turns": turns}))
+    eval_file = tmp_path / "e.yaml"
+    eval_file.write_text(f"name: grow\nscenarios: [s.yaml]\nbudgets: [500]\ncut: steps\nkeep_recent: 1\n"
+                         f"prompts: ['{SEED_PROMPT}']\nstrategies: [summary]\n")
+
+    def model(request):
+        if request.get("system") == AGENT_SYSTEM:  # the probe: the agent names two files
+            return "I wrote src/alpha.py and src/gamma.py."
+        return "Wrote alpha.py so far."  # every summary names only the first file
+
+    monkeypatch.setattr("harness.execution.executors.open_for", lambda ev, *_, **__: FakeClient(model))
+    assert main(["run", str(eval_file), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    run_dir = next((tmp_path / "r" / "runs").iterdir())
+    rows = [r for r in read_jsonl(run_dir / "retention.jsonl") if r["fact"] == "files-changed"]
+    at_step_5 = next(r for r in rows if r["before_turn"] == 5)
+    assert at_step_5["expected"] == "src/alpha.py, src/beta.py" and at_step_5["credit"] == 0.5
+    assert at_step_5["missing"] == ["src/beta.py"] and at_step_5["value_turn"] == 2
+    assert max(len(r["expected"].split(", ")) for r in rows) == 4  # later cuts fold all four
+    from harness.reports.formats import text_report
+
+    trail = text_report(run_dir).split("The artifact trail at every cut")[1]
+    assert "cut 1" in trail and "50% (0.5/1;" in trail  # the first cut folded alpha and beta, named alpha
+    (probe,) = read_jsonl(run_dir / "records.jsonl")
+    assert probe["items"] == [{"item": "src/alpha.py", "location": "summary", "named": True},
+                              {"item": "src/beta.py", "location": "gone", "named": False},
+                              {"item": "src/gamma.py", "location": "gone", "named": True},
+                              {"item": "src/delta.py", "location": "gone", "named": False}]

@@ -95,7 +95,8 @@ def custom_compaction(name: str, function: Callable, contextual: bool) -> Strate
             events.append(CompactionEvent(
                 name, len(messages) - kept, measure(messages, client, settings.unit),
                 measure(result, client, settings.unit), settings.unit, summary=text or None,
-                input_tokens=spent.input_tokens, output_tokens=spent.output_tokens, latency_s=spent.latency_s,
+                input_tokens=spent.input_tokens, output_tokens=spent.output_tokens,
+                cache_read_tokens=spent.cache_read_tokens, latency_s=spent.latency_s,
                 cached=metered.requests > 0 and spent.cached, chunks=metered.requests, replaced_with=len(new),
                 capped=metered.capped if metered.requests else None))
         return result

@@ -134,6 +134,7 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
         if summary is None:
             break
     event.input_tokens, event.output_tokens = spent.input_tokens, spent.output_tokens
+    event.cache_read_tokens = spent.cache_read_tokens
     event.latency_s, event.cached = spent.latency_s, spent.cached  # cached: every chunk was
     if summary is None:
         # Nothing to fold into: keep the history rather than lose it, and say so.

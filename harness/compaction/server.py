@@ -42,7 +42,8 @@ CONTEXT_EDITING_BETA = "context-management-2025-06-27"
 def _event(name: str, split: int, size_before: int, settings: CompactionSettings, response: dict) -> CompactionEvent:
     spent = usage_of(response)
     return CompactionEvent(name, split, size_before, size_before, settings.unit, input_tokens=spent.input_tokens,
-                           output_tokens=spent.output_tokens, latency_s=spent.latency_s, cached=spent.cached, chunks=1,
+                           output_tokens=spent.output_tokens, cache_read_tokens=spent.cache_read_tokens,
+                           latency_s=spent.latency_s, cached=spent.cached, chunks=1,
                            capped=response.get("stop_reason") == "max_tokens")
 
 

@@ -211,21 +211,23 @@ class CaseRunner:
         messages with no text to check: unknown (None)."""
         records = []
         for fact in self.facts[row.scenario]:
-            current = fact.value_before(turn)
-            if current is None or current[0] >= verbatim_from:
+            folded = fact.folded_at(turn, verbatim_from)
+            if folded is None:
                 continue  # not planted yet, or its current value is still verbatim
-            value_turn, expected = current
-            credit = None
+            value_turn, expected = folded
+            credit, missing = None, None
             if left is not None:
                 retained = states_about(left, expected, fact.subject, self.subjects[row.scenario])
                 if isinstance(expected.matcher, SetMatch):
                     credit = expected.matcher.share(left, expected, within=True)
+                    missing = [item for item in expected.items if not expected.matcher.names(left, item)]
             else:  # dropped outright (truncate): not retained; replaced by text-less messages: unknown
                 retained = False if event.replaced_with == 0 else None
-                credit = 0.0 if retained is False and isinstance(expected.matcher, SetMatch) else None
+                if retained is False and isinstance(expected.matcher, SetMatch):
+                    credit, missing = 0.0, list(expected.items)
             records.append(RetentionRecord(**asdict(row), compaction=index, before_turn=turn, fact=fact.fact_id,
                                            kind=fact.kind, value_turn=value_turn, expected=expected.answer,
-                                           retained=retained, credit=credit))
+                                           retained=retained, credit=credit, missing=missing))
         return records
 
     # --- step 2: the probe requests --------------------------------------------------------
@@ -275,6 +277,8 @@ class CaseRunner:
         record.answer, record.verdict = answer, verdict(answer, fact.target)
         record.f1 = fact.target.matcher.score(answer, expected)
         record.extras = fact.target.matcher.extras(answer, expected)
+        for item in record.items or []:
+            item["named"] = expected.matcher.names(answer, item["item"], within=False)
         record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
         record.cache_read_tokens, record.latency_s, record.cached = usage.cache_read_tokens, usage.latency_s, usage.cached
         record.tool_calls_from_text = usage.tool_calls_from_text
@@ -317,6 +321,12 @@ class CaseRunner:
             record.location, record.in_summary = "unknown", None
         else:
             record.location = "summary" if record.in_summary else "gone"
+        if expected is not None and isinstance(expected.matcher, SetMatch):  # each item where it was
+            turns_of = dict(zip(expected.items, fact.item_turns or [fact.changed_turn] * len(expected.items)))
+            record.items = [{"item": item, "location": "verbatim" if turns_of[item] >= verbatim_from
+                             or expected.matcher.names(verbatim, item) else "unknown" if unidentified
+                             else "summary" if summaries and expected.matcher.names(summaries[-1], item) else "gone"}
+                            for item in expected.items]
 
 
 def _returns(result: str):

@@ -76,10 +76,18 @@ class Value(_Strict):
                                     description="Absolute tolerance for numeric answers.")
     items: list[Text] = Field(default=[], description="With match: set, the members of the set (files modified, "
                                                       "commands run); an answer gets credit for the share it names.")
+    item_turns: list[StrictInt] = Field(
+        default=[], description="With match: set, the turn that plants each item, in the order of `items` (the "
+                                "first change of a file, the first run of a command): a set that grows. Retention at "
+                                "a compaction scores the items folded so far. Omitted: every item at the fact's turn.")
 
-    def expectation(self, matcher: Matcher = ExactMatch(), constraint: bool = False) -> Expectation:
-        return Expectation(self.answer or "", tuple(self.aliases), self.regex, self.tolerance, matcher, constraint,
-                           tuple(self.items))
+    def expectation(self, matcher: Matcher = ExactMatch(), constraint: bool = False,
+                    items: list[str] | None = None) -> Expectation:
+        """What states this value; `items`: a set's members planted so far (default: all)."""
+        items = self.items if items is None else items
+        answer = ", ".join(items) if items is not self.items else self.answer
+        return Expectation(answer or "", tuple(self.aliases), self.regex, self.tolerance, matcher, constraint,
+                           tuple(items))
 
 
 class Fact(Value):
@@ -119,6 +127,9 @@ class Fact(Value):
     def _answer_unless_abstaining(self) -> Fact:
         if (self.match == "set") != bool(self.items):
             raise ValueError("`items` go with `match: set`, and it needs them")
+        if self.item_turns and len(self.item_turns) != len(self.items):
+            raise ValueError(f"`item_turns` gives a turn for each of the {len(self.items)} items, in order "
+                             f"(it has {len(self.item_turns)})")
         if self.match == "set" and self.answer is None:
             self.answer = ", ".join(self.items)  # how the set reads in reports
         if self.expect == "answer" and self.answer is None:
@@ -264,11 +275,22 @@ class Probe:
     values: tuple[tuple[int, Expectation], ...] = ()  # (turn, value) in order; the last is the target's
     constraint: bool = False  # a negative constraint: restating the prohibition is recall
     probe_at: int | None = None  # asked before this turn is played; None: after the conversation
+    item_turns: tuple[int, ...] = ()  # a set that grows: each item's planting turn (values: the items so far)
 
     def value_before(self, turn: int) -> tuple[int, Expectation] | None:
-        """The value the fact had before `turn` (and the turn that set it), if it was planted by then."""
+        """The value the fact had before `turn` (and the turn that set it), if it was planted by then;
+        for a set that grows, the items planted before `turn`."""
         known = [(t, v) for t, v in self.values if t < turn]
         return known[-1] if known else None
+
+    def folded_at(self, turn: int, verbatim_from: int) -> tuple[int, Expectation] | None:
+        """What of the fact a compaction before `turn` folded, whose history is verbatim from
+        `verbatim_from`: its value then, unless that is still verbatim; of a set that grows, the items
+        planted before `verbatim_from` (the later ones are still verbatim). None: nothing folded."""
+        if self.item_turns:
+            return self.value_before(min(turn, verbatim_from))
+        current = self.value_before(turn)
+        return None if current is None or current[0] >= verbatim_from else current
 
 
 def _check_distinctive(doc: LocatedYaml, loc: Loc, fields: dict[str, list[str | None]]) -> None:
@@ -309,6 +331,9 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
             # A set's items are planted up to this turn; what the agent did next is in the turn it is asked before.
             text = ("\n".join(u.text() for u in scenario.turns[:t + 1]) if fact.match == "set" else
                     scenario.turns[fact.probe_at].text() if fact.probe_at is not None else turn.text())
+            if fact.item_turns:
+                _check_item_turns(doc, loc, fact, scenario, t)
+                text = "\n".join(u.text() for u in scenario.turns[:max(fact.item_turns) + 1])
             try:
                 _check_fact(doc, loc, fact, text, where if fact.probe_at is None else f"turn {fact.probe_at}")
             except ScoringError as exc:
@@ -321,6 +346,16 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
                 _check_distinctive(doc, loc, {"answer": [change.answer], "aliases": change.aliases})
             if not states(turn.text(), change.expectation(), within=True):
                 raise doc.error(loc + ("answer",), f"{change.answer!r} does not occur in {where}")
+
+
+def _check_item_turns(doc: LocatedYaml, loc: Loc, fact: Fact, scenario: Scenario, t: int) -> None:
+    """A growing set's items are each planted in a turn from the fact's own on, and stated by then."""
+    for i, (item, turn) in enumerate(zip(fact.items, fact.item_turns)):
+        if not t <= turn < len(scenario.turns):
+            raise doc.error(loc + ("item_turns", i), f"turn {turn} is not the fact's turn or a later one "
+                                                     f"(turns {t} to {len(scenario.turns) - 1})")
+        if not mentions("\n".join(u.text() for u in scenario.turns[:turn + 1]), item):
+            raise doc.error(loc + ("items", i), f"{item!r} does not occur in the turns up to turn {turn}")
 
 
 def _check_sequence(doc: LocatedYaml, scenario: Scenario, t: int) -> None:
@@ -405,6 +440,10 @@ def probes(scenario: Scenario) -> list[Probe]:
                         matcher)
         history_values = tuple((t, v.expectation(matcher)) for t, v in values[:-1]) + (
             ((changed, expected),) if expected else ())
+        if fact.item_turns:  # a set that grows: its value at each planting turn is the items so far
+            history_values = tuple((turn, fact.expectation(matcher, constraint, [i for i, at in zip(
+                fact.items, fact.item_turns) if at <= turn])) for turn in sorted(set(fact.item_turns)))
+            changed = max(fact.item_turns)
         result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target,
-                            fact.subject, history_values, constraint, fact.probe_at))
+                            fact.subject, history_values, constraint, fact.probe_at, tuple(fact.item_turns)))
     return result

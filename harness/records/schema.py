@@ -39,6 +39,7 @@ class CompactionEvent:
     summary: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0  # input tokens the server read from its prompt cache (llama.cpp, Anthropic)
     latency_s: float = 0.0
     cached: bool = False
     chunks: int = 0  # model requests this compaction made (summary: more than one when folded in chunks)
@@ -86,6 +87,7 @@ class ProbeRecord(CaseRow):
     answer: str | None = None
     f1: float | None = None  # the matcher's graded score (token F1 for `match: f1`, the share named for `set`)
     extras: int | None = None  # `match: set`: paths the answer names that are none of the items
+    items: list[dict[str, Any]] | None = None  # `match: set`: each item, whether the answer names it, where it was
     judge: bool | None = None  # the judge's word on an answer the matcher scored `forgot`
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -108,6 +110,7 @@ class RetentionRecord(CaseRow):
     value_turn: int | None = None  # the turn that set the value checked
     expected: str | None = None
     credit: float | None = None  # a set fact: the share of its items the summary names (partial credit)
+    missing: list[str] | None = None  # a set fact: its folded items the summary does not name
 
 
 @dataclass(kw_only=True)

@@ -14,7 +14,8 @@ from ..records import Run
 from ..records.load import prompted
 from .comparisons import collateral_loss, comparison_table
 from .plots import plot_recall_by_budget, plot_recall_by_kind, plot_summary_costs, plot_survival, plot_where_lost
-from .tables import (answer_types, mean_f1_by_budget, prompt_sensitivity, recall_by_answer_type, recall_by_budget,
+from .tables import (answer_types, artifact_trail, mean_f1_by_budget, prompt_sensitivity, recall_by_answer_type,
+                     recall_by_budget,
                      recall_by_kind, retention_by_budget, retention_by_kind, retention_per_prompt, set_credit,
                      summary_costs, survival_by_compactions, where_lost)
 
@@ -66,6 +67,8 @@ TABLES = [
     Table("Recall by fact kind", _with_records(recall_by_kind), plot_recall_by_kind),
     Table("Set facts (files changed, commands run): partial credit",
           lambda run: set_credit(run.retention, run.records)),
+    Table("The artifact trail at every cut: share of the files changed and commands run so far that the summary names",
+          lambda run: artifact_trail(run.retention) if not run.retention.empty else pd.DataFrame()),
     Table("Recall by answer type", _with_records(_answer_types)),
     Table("Mean token F1 of free-form answers (LoCoMo's metric)", _with_records(mean_f1_by_budget)),
     Table("Where facts were lost", _with_records(where_lost), plot_where_lost),

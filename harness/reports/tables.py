@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..analysis.compare import retention_units, sensitivity
-from ..analysis.rates import compacting, recall_rate, retention_rate, variant_order
+from ..analysis.rates import compacting, fact_clusters, recall_rate, retention_rate, variant_order
 from ..analysis.stats import minimum_detectable_drop, rate
 from ..records.load import budget_order, failed, overflowed, shrinks, summaries
 from ..records.schema import NO_SUMMARY, OVERFLOWED
@@ -109,6 +109,22 @@ def set_credit(retention: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
         else pd.DataFrame()
 
 
+def artifact_trail(retention: pd.DataFrame) -> pd.DataFrame:
+    """The artifact trail at every cut: per variant and compaction of a case (its 1st, 2nd, ...), the
+    share of the files changed and commands run so far (the items folded by then) that the summary
+    names, with n (set facts of cases) and its interval. Sets that grow are scored on the items
+    planted before each cut, so the trail is measured where it is lost, not only at the end."""
+    if "credit" not in retention:
+        return pd.DataFrame()
+    trail = compacting(retention[(retention["kind"] == "artifact") & retention["credit"].notna()]).copy()
+    if trail.empty:
+        return trail
+    trail["cut"] = trail.groupby("case")["compaction"].rank(method="dense").astype(int)
+    table = {v: {f"cut {cut}": rate(g["credit"], fact_clusters(g)).text() for cut, g in group.groupby("cut")}
+             for v, group in ((v, trail[trail["variant"] == v]) for v in variant_order(trail["variant"].unique()))}
+    return pd.DataFrame(table).T.fillna("")
+
+
 def prompt_sensitivity(retention: pd.DataFrame, control: str) -> pd.DataFrame:
     """Each summary prompt's retention minus the keeps-nothing control's, paired fact by fact:
     near zero, the model is not steered by its summary prompt and prompt comparisons measure noise."""
@@ -185,6 +201,7 @@ def survival_by_compactions(df: pd.DataFrame) -> pd.DataFrame:
 
 
 COMPRESSION, SUMMARY_TOKENS = "median size after / before", "median summary tokens"
+FROM_CACHE = "prompt tokens from the server's cache"  # a prefix shared with an earlier request, read not recomputed
 AT_CAP = "stopped at the token cap"  # a summary cut at summary_max_tokens: it did not finish compressing
 
 
@@ -205,7 +222,19 @@ def summary_costs(compactions: pd.DataFrame, wave_seconds: list[float] | None = 
         capped = rate(known["capped"].astype(bool), known["case"]).text() if len(known) else "not recorded"
         rows[variant] = {"compactions": len(mine), COMPRESSION: round(mine["ratio"].median(), 2) if len(mine) else "n/a",
                          SUMMARY_TOKENS: round(mine["output_tokens"].median()) if len(mine) else "n/a", AT_CAP: capped,
-                         latency[0]: round(latency[1], 2) if len(mine) else "n/a"}
+                         latency[0]: round(latency[1], 2) if len(mine) else "n/a",
+                         FROM_CACHE: _cache_share(mine)}
         if len(unwritten):
             rows[variant][NO_SUMMARY] = int((unwritten["variant"] == variant).sum())
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def _cache_share(compactions: pd.DataFrame) -> str:
+    """The share of the compactions' prompt tokens the server read from its prompt cache ("n/a" for
+    runs recorded before it was, or compactions that sent no request). Both Anthropic's API and
+    llama.cpp's count cache reads apart from `input_tokens`, so the prompt is their sum."""
+    if "cache_read_tokens" not in compactions or compactions["cache_read_tokens"].isna().all():
+        return "n/a"
+    read = compactions["cache_read_tokens"].sum()
+    prompt = compactions["input_tokens"].sum() + read
+    return f"{read / prompt:.0%}" if prompt else "n/a"

@@ -154,9 +154,14 @@ class SetMatch:
 
     threshold: float = 0.5
 
+    def names(self, text: str, item: str, within: bool = True) -> bool:
+        """Whether `text` names one item (a path also by its file name): mentioned (a summary), or
+        affirmed (`within=False`, an answer)."""
+        said = mentions if within else affirms
+        return any(said(text, form) for form in _forms(item))
+
     def share(self, text: str, expectation: Expectation, within: bool = False) -> float:
-        said = (lambda value: mentions(text, value)) if within else (lambda value: affirms(text, value))
-        named = [any(said(form) for form in _forms(item)) for item in expectation.items]
+        named = [self.names(text, item, within) for item in expectation.items]
         return sum(named) / len(named) if named else 0.0
 
     def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:

@@ -185,39 +185,59 @@ def _written_files(call) -> list[str]:
     return found
 
 
+# What edit tools answer when they refused a change: SWE-agent's lint check, Claude Code's Edit and
+# Write, str_replace editors, patch tools. A refused write changed nothing.
+_REFUSED = re.compile(r"Your proposed edit has introduced new syntax error|^Error:|No replacement was performed|"
+                      r"String to replace not found|File has not been read yet|old_str .* did not appear|"
+                      r"patch (?:does not apply|failed)|Failed to apply patch", re.IGNORECASE | re.MULTILINE)
+
+
+def applied(call) -> bool:
+    """The call's change happened: its result is no error and no refusal of the edit."""
+    return not call.is_error and not _REFUSED.search(call.result or "")
+
+
 def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -> None:
-    changed: dict[str, int] = {}  # each file, by the turn that last changed it
-    commands = []
-    last_run: dict[str, int] = {}  # each command line, by the last turn that ran it
+    """The files changed and the commands run, as sets that grow: each item planted where it first
+    happened (and is named in the history), so a compaction at any cut is scored on those so far."""
+    changed: dict[str, int] = {}  # each file, by the turn that first changed it
+    first_run: dict[str, int] = {}  # each command line, by the turn that first ran it
     open_file = None  # SWE-agent edits the file it last opened
     for t, call in _calls(turns):
         first_line = _first_line(_command(call).strip())
-        last_run[first_line] = t
         if call.tool == "swe_agent" and first_line.split()[:1] in (["open"], ["create"]):
             open_file = first_line.split()[1] if len(first_line.split()) > 1 else open_file
         written = _written_files(call)
         if call.tool == "swe_agent" and first_line.startswith("edit") and open_file:
             written.append(open_file)
-        changed.update((path, t) for path in written)
+        # A shell command that failed may still have written its redirections; an edit tool's refusal did not.
+        if applied(call) or (call.tool.lower() in SHELL_TOOLS and call.tool != "swe_agent" and not _REFUSED.search(
+                call.result or "")):
+            for path in written:
+                changed.setdefault(path, t)
         if call.tool.lower() in SHELL_TOOLS and first_line and not first_line.split()[0] in ("edit", "submit") \
-                and len(first_line) <= 80 and first_line not in commands:
-            commands.append(first_line)
+                and len(first_line) <= 80:
+            first_run.setdefault(first_line, t)
     # A submitted diff is the log's own record of what changed; a file only it names counts from where it is seen.
     for path in session.files_changed:
         changed.setdefault(path, -1)
-    # The set is planted where it is complete: every file changed, and each named in the history by then.
     seen = {path: next((t for t, text in enumerate(texts) if path in text), None) for path in changed}
-    files = [path for path in changed if seen[path] is not None][:12]
-    if files:
-        planted_at = max(max(changed[p], seen[p]) for p in files)
-        upto = "\n".join(texts[:planted_at + 1])
-        plant(planted_at, {"id": "files-changed", "kind": "artifact", "match": "set", "items": files,
-                           "probe": "Which files did you create, change or delete in this session?"}, where=upto)
-    if len(commands) >= 2:
-        recent = commands[-8:]
-        last = max(last_run[command] for command in recent)
-        plant(last, {"id": "commands-run", "kind": "artifact", "match": "set", "items": recent,
-                     "probe": "Which shell commands did you run in this session?"}, where="\n".join(texts[:last + 1]))
+    files = {path: max(t, seen[path]) for path, t in changed.items() if seen[path] is not None}
+    _plant_growing(plant, texts, "files-changed", dict(list(files.items())[:12]),
+                   "Which files did you create, change or delete in this session?")
+    if len(first_run) >= 2:
+        _plant_growing(plant, texts, "commands-run", dict(list(first_run.items())[-8:]),
+                       "Which shell commands did you run in this session?")
+
+
+def _plant_growing(plant, texts: list[str], fact_id: str, items: dict[str, int], probe: str) -> None:
+    """A set fact whose items are planted at their own turns (the fact at the first of them)."""
+    if not items:
+        return
+    first = min(items.values())
+    plant(first, {"id": fact_id, "kind": "artifact", "match": "set", "items": list(items),
+                  "item_turns": list(items.values()), "probe": probe},
+          where="\n".join(texts[:max(items.values()) + 1]))
 
 
 def _next_action(step) -> tuple[str, str] | None:
