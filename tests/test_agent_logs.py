@@ -16,8 +16,11 @@ from harness.inputs.generators.coding import Options as CodingOptions, generate 
 from harness.inputs.generators.variants import generate_variants
 from harness.inputs.importers import AGENT_FORMATS
 from harness.inputs.importers.agent_logs import FORMATS, Options, import_logs
+from harness.inputs.importers.derive import derive
+from harness.inputs.importers.session import Call, Exchange, Session, Step, to_scenario
 from harness.inputs.importers.redact import PATTERNS, redact_text
-from harness.inputs.scenario import Scenario, load_scenario
+from harness.inputs.scenario import Scenario, load_scenario, probes
+from harness.scoring.verdict import verdict
 from harness.messages import history_problem
 
 DATA = Path(__file__).parent / "data" / "agent_logs"
@@ -141,12 +144,13 @@ def test_a_tool_result_for_a_call_the_log_lacks_is_left_out_and_said(tmp_path):
 
 
 @pytest.mark.parametrize("fmt, name, exchanges, steps, tool_calls, fact_ids", [
+    # SWE-agent's template says "don't just use the scroll_down command": the harness's words, no constraint.
     ("swe-agent", "swe-agent/marshmallow-1867.traj", 1, 11, 11,
-     {"task", "files-changed", "commands-run", "next-1", "next-2", "constraint-1"}),
-    ("swe-agent", "swe-agent/test-repo-i1.traj", 1, 5, 5, {"task", "files-changed", "commands-run", "constraint-1"}),
+     {"task", "files-changed", "commands-run", "next-1", "next-2"}),
+    ("swe-agent", "swe-agent/test-repo-i1.traj", 1, 5, 5, {"task", "files-changed", "commands-run"}),
     ("mini-swe-agent", "mini-swe-agent/local.traj.json", 1, 2, 2, {"task", "commands-run"}),
     ("claude-code", "claude-code/representative_messages.jsonl", 4, 2, 2, {"task", "files-changed"}),
-    ("claude-code", "claude-code/todowrite_examples.jsonl", 2, 3, 3, {"task"}),
+    ("claude-code", "claude-code/todowrite_examples.jsonl", 2, 3, 3, {"task", "plan"}),
 ])
 def test_real_logs_import_with_every_tool_pair_intact(fmt, name, exchanges, steps, tool_calls, fact_ids, tmp_path):
     scenario, _ = imported(fmt, REAL / name, tmp_path)
@@ -165,6 +169,76 @@ def test_swe_agent_facts_come_from_the_trajectory(tmp_path):
     assert "python reproduce.py" in derived["commands-run"].items
     assert derived["next-1"].answer == "fields.py" and derived["next-1"].probe_at == 4
     assert "the run ended with exit status 'submitted'" in notes
+
+
+# --- what agents lose: plans, reused identifiers, constraints a person gave, applied changes ---------
+
+
+def session_of(*steps, user: str = "Fix the flaky export job.") -> Session:
+    """A one-request session whose steps are (tool, input, result, is_error) calls."""
+    return Session("s", "d", [Exchange(user, [Step(None, [Call(tool, arguments, result, error)])
+                                              for tool, arguments, result, error in steps], "Done.")])
+
+
+def todos(*statuses: str) -> dict:
+    items = ["Reproduce the export failure", "Patch the exporter", "Rerun the export job"]
+    return {"todos": [{"content": item, "status": status} for item, status in zip(items, statuses)]}
+
+
+def test_a_plan_whose_item_finishes_is_probed_with_its_new_status(tmp_path):
+    log = session_of(("TodoWrite", todos("in_progress", "pending", "pending"), "Todos updated.", False),
+                     ("Bash", {"command": "make export"}, "export failed", True),
+                     ("TodoWrite", todos("completed", "in_progress", "pending"), "Todos updated.", False))
+    data = to_scenario(log, derive(log))
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(data))
+    [plan] = [p for p in probes(load_scenario(tmp_path / "plan.yaml")) if p.fact_id == "plan"]
+    assert plan.kind == "plan" and plan.planted_turn == 0 and plan.changed_turn == 2
+    assert plan.target.expected.done == ("Reproduce the export failure",)
+    assert plan.question == "Which items of your plan are finished, and which are still to do?"
+    right = "Done: Reproduce the export failure. Still to do: Patch the exporter, Rerun the export job."
+    assert verdict(right, plan.target) == "recalled"
+    # The old state (nothing finished) is stale; a finished item named as still to do is wrong, not partial.
+    assert verdict("Still to do: Reproduce the export failure, Patch the exporter, Rerun the export job.",
+                   plan.target) == "stale"
+    assert verdict("Done: Patch the exporter. Pending: Reproduce the export failure.", plan.target) == "forgot"
+    assert plan.value_before(2)[1].done == () and plan.value_before(3)[1].done == ("Reproduce the export failure",)
+
+
+def test_an_identifier_read_in_output_and_typed_again_is_a_fact_one_only_read_is_not():
+    log = session_of(("Bash", {"command": "git log --oneline -3"},
+                      "9f3c2ab Fix export paths\n41d7e0c Bump deps\n77aa01f Initial", False),
+                     ("Bash", {"command": "git show 9f3c2ab --stat"}, "exporter/job.py | 4 ++--", False),
+                     ("Bash", {"command": "curl -s localhost:8731/health"}, "ok", False))
+    derived = {f["id"]: f for facts in derive(log).values() for f in facts}
+    reused = [f for f in derived.values() if f["kind"] == "identifier"]
+    assert [f["answer"] for f in reused] == ["9f3c2ab"]  # 41d7e0c was only read; the port was typed, never read
+    assert reused[0]["probe"] == ("Which commit hash did the output of `git log --oneline -3` give you, that you "
+                                  "then used in a later tool call?")
+    assert "9f3c2ab" not in reused[0]["probe"]
+
+
+def test_only_a_person_gives_constraints_not_an_agent_harness_template():
+    template = ("We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\n"
+                "The CSV export drops the header. Don't rename the columns.\n\nINSTRUCTIONS:\nRemember, don't just "
+                "use the scroll_down command multiple times.")
+    derived = [f for facts in derive(session_of(("swe_agent", {"command": "ls"}, "a.py", False), user=template)).values()
+               for f in facts if f["kind"] == "constraint"]
+    assert [f["answer"] for f in derived] == ["columns"]
+    assert derived[0]["source"] == "a prohibition in the issue text of SWE-agent's instance template, turn 0"
+    reminder = "Fix it.<system-reminder>Never run git push.</system-reminder> Never touch setup.py."
+    derived = [f for facts in derive(session_of(("Bash", {"command": "ls"}, "a.py", False), user=reminder)).values()
+               for f in facts if f["kind"] == "constraint"]
+    assert [f["answer"] for f in derived] == ["setup.py"]
+
+
+def test_a_refused_edit_is_no_change():
+    log = session_of(("Edit", {"file_path": "exporter/job.py", "old_string": "a", "new_string": "b"},
+                      "String to replace not found in file.", True),
+                     ("swe_agent", {"command": "edit 3:4\n  x = 1\nend_of_edit"},
+                      "Your proposed edit has introduced new syntax error(s).", False),
+                     ("Write", {"file_path": "exporter/fix.py", "content": "x = 1"}, "File created.", False))
+    files = next(f for facts in derive(log).values() for f in facts if f["id"] == "files-changed")
+    assert files["items"] == ["exporter/fix.py"]
 
 
 # --- overlay facts --------------------------------------------------------------------------

@@ -122,7 +122,7 @@ def test_set_facts_get_partial_credit_and_untouched_paths_are_counted(answer, sh
 
 
 def write_recorded_eval(tmp_path: Path, summary: str) -> Path:
-    """A Claude Code log with four derivable facts before its compaction, whose recorded summary
+    """A Claude Code log with five derivable facts before its compaction, whose recorded summary
     is `summary`; imported, and an eval of the recorded strategy over it."""
     lines = [
         {"type": "user", "uuid": "u1", "parentUuid": None,
@@ -164,10 +164,11 @@ def test_the_recorded_strategy_measures_the_logs_own_summary_with_no_model_call(
     assert main(["run", str(eval_file), "--results", str(tmp_path / "results"), "--quiet"]) == 0
     run_dir = next((tmp_path / "results" / "runs").iterdir())
     recorded = [r for r in read_jsonl(run_dir / "retention.jsonl") if r["strategy"] == "recorded"]
+    # The file the traceback named and the agent then edited is also an identifier it reused.
     assert {r["fact"]: r["retained"] for r in recorded} == {
-        "task": False, "constraint-1": False, "first-error": True, "files-changed": True}
+        "task": False, "constraint-1": False, "first-error": True, "files-changed": True, "reused-file-path-1": True}
     assert [r["credit"] for r in recorded if r["fact"] == "files-changed"] == [1.0]
-    assert re.search(r"^recorded +50% \(2/4;", capsys.readouterr().out, re.MULTILINE)
+    assert re.search(r"^recorded +60% \(3/5;", capsys.readouterr().out, re.MULTILINE)
     # No summary was asked of the model for the recorded strategy (the summary strategy asked its own).
     recorded_compactions = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["strategy"] == "recorded"]
     assert len(recorded_compactions) == 1 and recorded_compactions[0]["input_tokens"] == 0

@@ -76,6 +76,8 @@ class Value(_Strict):
                                     description="Absolute tolerance for numeric answers.")
     items: list[Text] = Field(default=[], description="With match: set, the members of the set (files modified, "
                                                       "commands run); an answer gets credit for the share it names.")
+    done: list[Text] = Field(default=[], description="With match: plan, the items of `items` that are finished; "
+                                                     "the others are still to do.")
     item_turns: list[StrictInt] = Field(
         default=[], description="With match: set, the turn that plants each item, in the order of `items` (the "
                                 "first change of a file, the first run of a command): a set that grows. Retention at "
@@ -87,7 +89,19 @@ class Value(_Strict):
         items = self.items if items is None else items
         answer = ", ".join(items) if items is not self.items else self.answer
         return Expectation(answer or "", tuple(self.aliases), self.regex, self.tolerance, matcher, constraint,
-                           tuple(items))
+                           tuple(items), tuple(self.done))
+
+    @model_validator(mode="after")
+    def _done_items(self) -> Value:
+        if not set(self.done) <= set(self.items):
+            raise ValueError(f"`done` names items that are not in `items`: {sorted(set(self.done) - set(self.items))}")
+        return self
+
+    def reads(self, plan: bool) -> str:
+        """How a set or a plan reads in reports, when it has no `answer` of its own."""
+        if plan:
+            return "; ".join(f"{item} ({'done' if item in self.done else 'to do'})" for item in self.items)
+        return ", ".join(self.items)
 
 
 class Fact(Value):
@@ -104,7 +118,8 @@ class Fact(Value):
     match: Literal[tuple(MATCHERS)] = Field(
         default="exact", description="exact: normalised phrase match; f1: token F1 for free-form answers; "
                                      "locomo: the LoCoMo benchmark's own scoring (needs `category`); set: the share "
-                                     "of `items` named, with partial credit.")
+                                     "of `items` named, with partial credit; plan: each of `items` given its status "
+                                     "(finished: in `done`; else still to do), none the wrong one.")
     f1_threshold: StrictFloat = Field(default=0.5, gt=0, le=1, description="With match: f1, locomo or set, the score "
                                                                             "that counts as recall.")
     category: StrictInt | None = Field(default=None, ge=1, le=5, description="With match: locomo, the LoCoMo QA category "
@@ -118,6 +133,8 @@ class Fact(Value):
     probe_at: StrictInt | None = Field(
         default=None, ge=1, description="Ask the probe before this turn is played (after its compaction) instead of "
                                         "after the conversation: what the agent was about to do next.")
+    source: Text | None = Field(default=None, description="Where the fact came from, for a reader (an importer "
+                                                           "says which text of the log it was derived from).")
     constraint: bool | None = Field(
         default=None, description="true: the value is the object of a prohibition ('we never deploy on Fridays'), so "
                                   "an answer restating the prohibition is recall; unset: detected from the planting "
@@ -125,13 +142,15 @@ class Fact(Value):
 
     @model_validator(mode="after")
     def _answer_unless_abstaining(self) -> Fact:
-        if (self.match == "set") != bool(self.items):
-            raise ValueError("`items` go with `match: set`, and it needs them")
+        if (self.match in ("set", "plan")) != bool(self.items):
+            raise ValueError("`items` go with `match: set` or `match: plan`, and each needs them")
+        if self.done and self.match != "plan":
+            raise ValueError("`done` goes with `match: plan`")
         if self.item_turns and len(self.item_turns) != len(self.items):
             raise ValueError(f"`item_turns` gives a turn for each of the {len(self.items)} items, in order "
                              f"(it has {len(self.item_turns)})")
-        if self.match == "set" and self.answer is None:
-            self.answer = ", ".join(self.items)  # how the set reads in reports
+        if self.match in ("set", "plan") and self.answer is None:
+            self.answer = self.reads(self.match == "plan")
         if self.expect == "answer" and self.answer is None:
             raise ValueError("`answer` is required unless `expect: abstain`")
         if (self.match == "locomo") != (self.category is not None):
@@ -160,8 +179,10 @@ class Supersession(Value):
 
     @model_validator(mode="after")
     def _has_answer(self) -> Supersession:
+        if self.answer is None and self.items:  # a set's or a plan's new members
+            self.answer = self.reads("done" in self.model_fields_set)
         if self.answer is None:
-            raise ValueError("a supersession needs the new `answer`")
+            raise ValueError("a supersession needs the new `answer` (or, of a set or a plan, its `items`)")
         return self
 
 
@@ -344,7 +365,11 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
                 raise doc.error(loc + ("fact",), f"no fact {change.fact!r} is planted in an earlier turn")
             if change.fact in exact:
                 _check_distinctive(doc, loc, {"answer": [change.answer], "aliases": change.aliases})
-            if not states(turn.text(), change.expectation(), within=True):
+            if change.items:  # a set's or a plan's new members, each stated where they change
+                missing = [i for i, item in enumerate(change.items) if not mentions(turn.text(), item)]
+                if missing:
+                    raise doc.error(loc + ("items", missing[0]), f"{change.items[missing[0]]!r} does not occur in {where}")
+            elif not states(turn.text(), change.expectation(), within=True):
                 raise doc.error(loc + ("answer",), f"{change.answer!r} does not occur in {where}")
 
 
@@ -402,7 +427,11 @@ def _check_fact(doc: LocatedYaml, loc: Loc, fact: Fact, text: str, where: str) -
     if fact.tolerance and len(numbers) == 1 and 0 < abs(numbers[0]) <= fact.tolerance:
         raise doc.error(loc + ("tolerance",), f"a tolerance of {fact.tolerance:g} accepts 0 and every number near "
                                               f"it: keep it under the answer's {numbers[0]:g}")
-    if expected and fact.literal and not states(text, expected, within=True):
+    if expected and fact.literal and expected.items:  # a set or a plan: every item where it is planted
+        for i, item in enumerate(expected.items):
+            if not mentions(text, item):
+                raise doc.error(loc + ("items", i), f"{item!r} does not occur in {where}")
+    elif expected and fact.literal and not states(text, expected, within=True):
         raise doc.error(loc + ("answer",), f"{fact.answer!r} does not occur in {where} "
                                            "(set `literal: false` if it is a paraphrase)")
     if fact.subject and not mentions(text, fact.subject):

@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol
 import regex
 
 from .locomo import LOCOMO_NO_ANSWER, locomo_f1, locomo_multi_f1, locomo_tokens
-from .affirmation import affirms, occurrences
+from .affirmation import CLAUSE_END, affirms, occurrences
 from .normalize import normalize, token_f1, token_recall
 
 
@@ -45,7 +45,8 @@ class Expectation:
     tolerance: float | None = None  # absolute, for numeric answers
     matcher: Matcher = field(default_factory=lambda: ExactMatch())
     constraint: bool = False  # a prohibition ("never deploy on Fridays"): restating it is recall
-    items: tuple[str, ...] = ()  # a set fact's members (match: set)
+    items: tuple[str, ...] = ()  # a set fact's members (match: set), or a plan's items (match: plan)
+    done: tuple[str, ...] = ()  # a plan's items that are finished (match: plan); the others are still to do
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -183,12 +184,78 @@ def _forms(item: str) -> list[str]:
     return [item, name] if name != item and "." in name else [item]
 
 
+# How a text says an item of a plan is finished, or still to do: words, and checkboxes ("[x]", "[ ]").
+_DONE = re.compile(r"\b(?:done|finished|completed?|fixed|resolved|implemented|already|has been|have been)\b"
+                   r"|\[[xX]\]|\u2713|\u2714|\u2705", re.IGNORECASE)
+_PENDING = re.compile(r"\b(?:pending|to ?do|remaining|remain|still|next|not yet|in progress|in_progress|ongoing|open"
+                      r"|left|outstanding|upcoming|will|needs? to|yet to|planned|not (?:done|finished|started)"
+                      r"|unfinished|incomplete)\b|\[ \]", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class PlanMatch:
+    """`match: plan`: the state of an agent's plan, its `items` with the ones finished (`done`). A
+    text states it when it gives the right status of at least `threshold` of the items and the wrong
+    status of none: a finished item named as still to do (or the reverse) is wrong, not partial. A
+    text is read line by line, then clause by clause: an item takes the status its clause says
+    ("done", "finished", "still to do", "next", "[x]"), else the status of the heading it stands
+    under ("Done:", "Remaining:"); an item named with no status is not credited."""
+
+    threshold: float = 0.5
+
+    def placements(self, text: str, expectation: Expectation, within: bool = True) -> dict[str, str | None]:
+        """Each item's status as the text gives it: "done", "pending", "unsaid" (named, no status),
+        or None (not named)."""
+        found: dict[str, str | None] = {item: None for item in expectation.items}
+        heading = None  # the status a heading line ("Done:", "Still to do:") gives the lines under it
+        for line in text.splitlines():
+            if line.rstrip().endswith(":") and not any(mentions(line, i) for i in expectation.items):
+                heading = _status(line) or heading
+                continue
+            current = None  # a status said in a line holds for the rest of it ("Done: a, b. Next: c")
+            for clause in CLAUSE_END.split(line):
+                current = _status(clause) or current
+                for item in expectation.items:
+                    if found[item] in (None, "unsaid") and mentions(clause, item):
+                        found[item] = current or heading or "unsaid"
+        return found
+
+    def share(self, text: str, expectation: Expectation, within: bool = False) -> tuple[float, int]:
+        """The share of items given their right status, and how many are given the wrong one."""
+        placed = self.placements(text, expectation, within)
+        truth = {item: "done" if item in expectation.done else "pending" for item in expectation.items}
+        right = sum(placed[i] == truth[i] for i in truth)
+        wrong = sum(placed[i] in ("done", "pending") and placed[i] != truth[i] for i in truth)
+        return (right / len(truth) if truth else 0.0), wrong
+
+    def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
+        share, wrong = self.share(text, expectation, within)
+        return share >= self.threshold and not wrong
+
+    def score(self, answer: str, expectation: Expectation | None) -> float | None:
+        if expectation is None:
+            return None
+        share, wrong = self.share(answer, expectation)
+        return 0.0 if wrong else share
+
+    def extras(self, answer: str, expectation: Expectation | None) -> int | None:
+        return None
+
+
+def _status(clause: str) -> str | None:
+    """What a clause says of the items in it: "pending" wins a tie ("not yet done")."""
+    if _PENDING.search(clause):
+        return "pending"
+    return "done" if _DONE.search(clause) else None
+
+
 # A fact's `match:` names its matcher, built from the fact's own settings (such as `f1_threshold`).
 MATCHERS: dict[str, Callable[[Any], Matcher]] = {
     "exact": lambda fact: ExactMatch(),
     "f1": lambda fact: TokenF1(fact.f1_threshold),
     "locomo": lambda fact: LocomoF1(fact.category, fact.f1_threshold),
     "set": lambda fact: SetMatch(fact.f1_threshold),
+    "plan": lambda fact: PlanMatch(fact.f1_threshold),
 }
 
 

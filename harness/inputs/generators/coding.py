@@ -6,8 +6,9 @@ seed gives the same files.
 
 A session is built as an imported log is (`importers.session.Session`) and its facts are derived
 the same way (`importers.derive`): the task, the first error, the failure count, the files changed,
-the commands run, what the agent did next at points through it, the user's prohibition. The one
-fact a log states only in words, the decision, is planted where the agent states it.
+the commands run, the plan (written with TodoWrite, updated as items finish), what the agent did next
+at points through it, the user's prohibition. The one fact a log states only in words, the decision,
+is planted where the agent states it.
 """
 
 from __future__ import annotations
@@ -79,9 +80,18 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
                   [Call("Bash", {"command": f"pytest {test_file} -x"}, traceback, is_error=True)])]
     edited: list[str] = []
     decision_step = options.steps // 3
+    plan = [f"Reproduce the {test_name} failure", f"Find why {broken} drops its result",
+            f"Fix {broken} in {modules[0]}", f"Rerun {test_file}"]
+
+    def todo(finished: int) -> Step:  # the agent's plan as Claude Code's TodoWrite writes it
+        todos = [{"content": item, "status": "completed" if i < finished else "in_progress" if i == finished
+                  else "pending", "activeForm": item} for i, item in enumerate(plan)]
+        return Step(None, [Call("TodoWrite", {"todos": todos}, "Todos have been modified successfully.")])
     for n in range(1, options.steps):
         path = modules[n % len(modules)]
-        if n == decision_step:
+        if n in (1, decision_step - 1, decision_step + 5):
+            steps.append(todo({1: 1, decision_step - 1: 2, decision_step + 5: 3}[n]))
+        elif n == decision_step:
             text = (f"There are two ways to fix this: {chosen}, or {other}. I'll {chosen}, "
                     f"because the other would hide the error in {path}.")
             steps.append(Step(text, [Call("Read", {"file_path": path}, _source(rng, [broken], options.file_chars))]))

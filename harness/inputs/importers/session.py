@@ -142,6 +142,28 @@ def cap(text: str, limit: int | None) -> str:
     return f"{text[:limit]}\n[... {len(text) - limit:,} more characters cut at import ...]"
 
 
+# Where agent harnesses wrap a person's words in their own: (what it is, the person's part).
+_TEMPLATES = [
+    ("the issue text of SWE-agent's instance template", re.compile(r"(?s)\bISSUE:\s*\n(.*?)\n\s*INSTRUCTIONS:")),
+    ("the PR description of the agent's instance template", re.compile(r"(?s)<pr_description>\s*(.*?)\s*</pr_description>")),
+    ("the task of mini-swe-agent's instance template",
+     re.compile(r"(?s)^\s*Please solve this issue:\s*(.*?)\n\s*\n\s*You can execute bash commands")),
+]
+# Text a harness inserts into a person's turn (Claude Code's reminders and command echoes).
+_INSERTED = re.compile(r"(?s)<(system-reminder|command-name|command-message|command-args|local-command-stdout)>.*?</\1>")
+
+
+def person_said(text: str) -> tuple[str, str]:
+    """What a person typed in a user line, and where it was found: the part of a known instance
+    template that is the person's (the issue, the task), or the line without what a harness inserts
+    (SWE-agent's template around the issue, Claude Code's system reminders)."""
+    for where, template in _TEMPLATES:
+        if found := template.search(text):
+            return found[1].strip(), where
+    stripped = _INSERTED.sub("", text).strip()
+    return stripped, "the user's line" + (" (the harness's reminders left out)" if stripped != text.strip() else "")
+
+
 def nothing_to_import(session: Session) -> str | None:
     """Why a session holds nothing a scenario could replay, or None: no exchange at all, or not one
     user line with text and not one tool step (every content empty or null). Refused rather than
@@ -166,7 +188,8 @@ def layout(session: Session) -> list[TurnOf]:
 
 
 def to_scenario(session: Session, facts: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
-    """The session as scenario data (see the module docstring); `facts` by turn."""
+    """The session as scenario data (see the module docstring); `facts` by turn, each a fact or a
+    later value of one (a supersession, which names its `fact`)."""
     turns: list[dict[str, Any]] = []
     tools: dict[str, dict[str, Any]] = {}
     for exchange in session.exchanges:
@@ -194,9 +217,11 @@ def to_scenario(session: Session, facts: dict[int, list[dict[str, Any]]]) -> dic
                 if s == len(steps) - 1:
                     reply["final"] = exchange.final or NO_REPLY
                 turn["assistant"] = reply
-            turn["facts"] = facts.get(len(turns), [])
-            if not turn["facts"]:
-                del turn["facts"]
+            planted = facts.get(len(turns), [])  # a fact, or a later value of one (it names its `fact`)
+            for key, entries in (("facts", [f for f in planted if "fact" not in f]),
+                                 ("supersedes", [f for f in planted if "fact" in f])):
+                if entries:
+                    turn[key] = entries
             turns.append(turn)
     return {"id": session.id, "description": session.description, "tools": list(tools.values()), "turns": turns}
 
