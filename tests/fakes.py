@@ -21,10 +21,12 @@ class FakeClient:
         self.requests: list[dict[str, Any]] = []
         self.identity, self.sampling, self.model = identity, {}, "fake-model"
 
-    def create(self, **request: Any) -> Reply:
-        self.requests.append(json.loads(json.dumps(request)))  # a snapshot, not a live reference
+    def create(self, sample: int = 0, overrides: dict | None = None, **request: Any) -> Reply:
+        # A snapshot, not a live reference; a sample or sampling override of the request is kept with it.
+        self.requests.append(json.loads(json.dumps({**request, **({"sample": sample} if sample else {}),
+                                                    **({"overrides": overrides} if overrides else {})})))
         try:
-            content = self.reply(request)
+            content = self.reply({**request, **({"sample": sample} if sample else {})})
         except anthropic.APIError as exc:  # as the Backend reports a failed call
             raise api_error(exc) from exc
         if isinstance(content, str):

@@ -19,7 +19,8 @@ from harness.inputs.importers.agent_logs import FORMATS, Options, import_logs
 from harness.inputs.importers.derive import derive
 from harness.inputs.importers.session import Call, Exchange, Session, Step, to_scenario
 from harness.inputs.importers.redact import PATTERNS, redact_text
-from harness.inputs.scenario import Scenario, load_scenario, probes
+from harness.inputs.probes import probes
+from harness.inputs.scenario import Scenario, load_scenario
 from harness.scoring.verdict import verdict
 from harness.messages import history_problem
 

@@ -16,7 +16,8 @@ from harness.reports.formats import html_report, text_report
 from harness.records import read_jsonl
 from harness.execution.cases import plan_cases
 from harness.execution.executors import run_eval
-from harness.inputs.scenario import load_scenario, probes
+from harness.inputs.probes import probes
+from harness.inputs.scenario import load_scenario
 from harness.scoring.matchers import Expectation, states_about
 
 

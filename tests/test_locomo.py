@@ -13,7 +13,7 @@ from harness.cli import main
 from harness.compaction.seed import CompactionSettings, SUMMARY_PREFIX, TranscriptTooLarge, compact
 from harness.errors import InputError
 from harness.inputs.importers.locomo import import_locomo
-from harness.inputs.scenario import probes
+from harness.inputs.probes import probes
 from harness.scoring.matchers import Expectation, Target, TokenF1
 from harness.scoring.normalize import token_f1
 from harness.scoring.verdict import verdict

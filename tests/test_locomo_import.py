@@ -9,7 +9,8 @@ import pytest
 from harness.cli import main
 from harness.errors import InputError
 from harness.inputs.importers.locomo import import_locomo
-from harness.inputs.scenario import load_scenario, probes
+from harness.inputs.probes import probes
+from harness.inputs.scenario import load_scenario
 from harness.scoring.matchers import LocomoF1
 from harness.scoring.matchers import Expectation
 

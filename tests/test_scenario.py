@@ -9,7 +9,8 @@ import pytest
 
 from harness.cli import main
 from harness.errors import InputError
-from harness.inputs.scenario import load_scenario, probes
+from harness.inputs.probes import probes
+from harness.inputs.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 

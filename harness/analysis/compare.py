@@ -1,8 +1,10 @@
-"""Paired comparison of two variants on the same facts, for both metrics:
+"""Paired comparison of two variants on the same facts, for each metric:
 
 - **recall**: whether the probe answer states the fact (one 0/1 value per probe record);
 - **retention**: whether the summaries state the fact's value, no probe needed (per unit, the
-  share of the compactions that folded the fact whose summary still states it).
+  share of the compactions that folded the fact whose summary still states it);
+- **next-action**: whether the compacted agent takes the step the full-history agent takes (per
+  cut; the cut stands where a fact would, as `cut-<turn>`).
 
 Units pair when scenario, fact, budget, strategy and repeat agree; a unit with an error on
 either side is left out. The difference is tested over scenarios (see `stats.paired_test`):
@@ -44,6 +46,18 @@ def retention_units(retention: pd.DataFrame) -> pd.DataFrame:
     units = known.groupby(PAIR_KEY + ["prompt"]).agg(
         value=("retained", "mean"), expected=("expected", "last"), kind=("kind", "first")).reset_index()
     units["answer"] = None
+    return units
+
+
+def action_units(actions: pd.DataFrame, against: str = "exact") -> pd.DataFrame:
+    """One unit per scored cut (a compaction where the log's next step is known to the ceiling): value
+    1 when the compacted agent's step agrees with the full-history agent's (`against`: "exact", or
+    "floor", the full-history agent against its own second sample)."""
+    scored = actions[~failed(actions, "next-action")] if not actions.empty else actions
+    units = scored.reindex(columns=PAIR_KEY + ["prompt"]).copy()
+    units["expected"], units["answer"] = scored.get("ceiling"), scored.get("compacted")
+    units["kind"] = "next-action"
+    units["value"] = scored[against].astype(float).to_numpy() if len(scored) else []
     return units
 
 
@@ -90,8 +104,16 @@ class Comparison:
 
 
 def units(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """The units a metric pairs and tests: per probe record for recall, per (case, fact) for retention."""
-    return retention_units(rows) if metric == "retention" else recall_units(rows)
+    """The units a metric pairs and tests: per probe record for recall, per (case, fact) for
+    retention, per cut for next-action fidelity."""
+    return {"retention": retention_units, "next-action": action_units}.get(metric, recall_units)(rows)
+
+
+def floor_drop(actions: pd.DataFrame) -> Comparison:
+    """Compaction's effect on the next step: per cut, the compacted agent's agreement with the
+    full-history agent (B) against the full-history agent's agreement with itself, its noise floor
+    (A), paired and tested over scenarios."""
+    return pair_units(action_units(actions, "floor"), action_units(actions), "floor", "compacted", "next-action")
 
 
 def pair_units(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str, metric: str,

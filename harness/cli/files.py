@@ -60,7 +60,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from ..execution.evals import load_eval
     from ..inputs.files import load_yaml
     from .run import claude_line
-    from ..inputs.scenario import load_scenario, probes
+    from ..inputs.probes import probes
+    from ..inputs.scenario import load_scenario
 
     failed = 0
     for path in args.files:  # every file, and every independent error of each
@@ -120,7 +121,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def _import_locomo(args: argparse.Namespace) -> int:
     from ..inputs.importers.locomo import import_locomo
-    from ..inputs.scenario import probes
+    from ..inputs.probes import probes
 
     written, errors = [], []
     for file in args.files:

@@ -37,7 +37,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return cmd_runs(args)
     run_dir = run_folder(args.run_dir, args.results)
     run = load_run(run_dir)
-    if run.records.empty and run.retention.empty:
+    if run.records.empty and run.retention.empty and run.actions.empty:
         raise InputError(run_dir, "no finished case to report: the run has no records yet "
                                   "(`harness run EVAL --resume RUN_DIR` finishes it)")
     print(text_report(run_dir))

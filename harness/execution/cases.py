@@ -6,7 +6,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..inputs.scenario import Probe, Scenario, probes
+from ..inputs.probes import Probe, probes
+from ..inputs.scenario import Scenario
 from ..messages import Message
 from .evals import Eval
 

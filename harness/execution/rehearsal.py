@@ -93,8 +93,8 @@ class Rehearsal:
     sent: set[str] = field(default_factory=set)  # requests a direct run with a cache has sent by now
     _played: threading.local = field(default_factory=threading.local)
 
-    def create(self, sample: int = 0, **request: Any) -> Reply:
-        _, key = sampled(self.identity, self.sampling, request, sample)
+    def create(self, sample: int = 0, overrides: dict[str, Any] | None = None, **request: Any) -> Reply:
+        _, key = sampled(self.identity, {**self.sampling, **(overrides or {})}, request, sample)
         hit = self.cache.get(key) if self.cache else None
         cached = hit is not None and reply_problem(hit) is None
         self._played.requests.append(Occurrence(key, cached, request["max_tokens"], compacts(request)))

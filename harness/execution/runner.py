@@ -12,13 +12,16 @@ from typing import Any, Callable
 from ..compaction.custom import StrategyError
 from ..compaction.seed import CompactionSettings, TranscriptTooLarge
 from ..compaction.tool_results import ToolClearing
-from ..messages import Message, measure, render_message
+from ..messages import Message, measure, render_message, strings_in
 from ..inputs.evalfile import Prompt
-from ..inputs.scenario import Probe, Scenario, probes
-from ..models.client import ContextOverflow, ModelError, Usage
-from ..records.schema import OVERFLOWED, CaseRow, CompactionEvent, CompactionRecord, ProbeRecord, RetentionRecord
+from ..inputs.probes import Probe, probes
+from ..inputs.scenario import Scenario
+from ..models.client import ContextOverflow, ModelError, Usage, usage_of
+from ..records.schema import (OVERFLOWED, ActionRecord, CaseRow, CompactionEvent, CompactionRecord, ProbeRecord,
+                              RetentionRecord)
 from ..scoring.matchers import ScoringError, SetMatch, states, states_about
 from ..scoring.verdict import verdict
+from . import actions
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
 from .cases import Case, first_unedited_turn, first_verbatim_turn, probed_facts, resolve_limit
 from .evals import Eval
@@ -60,6 +63,8 @@ class PlayedCase:
     turn_messages: list[list[Message]] = field(default_factory=list)
     early: dict[str, ProbeRequest] = field(default_factory=dict)  # facts asked before a turn (`probe_at`)
     error: str | None = None  # why the case failed: every fact is then an error
+    full: list[Message] = field(default_factory=list)  # the history as played, never compacted (the ceiling's)
+    actions: list[ActionRecord] = field(default_factory=list)  # next-action fidelity at each cut
 
     def when_asked(self, fact: Probe) -> tuple[list[Message], int, int]:
         """The history a fact's probe saw, and how many compactions and turns came before it."""
@@ -128,18 +133,19 @@ class CaseRunner:
         return Agent(client, tools, limit, strategy, settings,
                      max_tokens=spec.reply_max_tokens, output_stream=io.StringIO())
 
-    def run(self, case: Case) -> tuple[list[ProbeRecord], list[CompactionRecord], list[RetentionRecord]]:
-        """The case's probe records, compaction records and retention records."""
+    def run(self, case: Case) -> tuple[list[ProbeRecord], list[CompactionRecord], list[RetentionRecord],
+                                       list[ActionRecord]]:
+        """The case's probe records, compaction records, retention records and next-action records."""
         played = self.play(case)
         if not self.ev.spec.probes:
-            return [], played.compactions, played.retention
+            return [], played.compactions, played.retention, played.actions
         if played.error:
             records = [self.score(played, fact, error=played.error) for fact in self.facts[case.scenario]]
         else:
             requests = self.probe_requests(played)
             records = [self.score(played, request.fact, *answer)
                        for request, answer in zip(requests, self.ask_all(requests))]
-        return records, played.compactions, played.retention
+        return records, played.compactions, played.retention, played.actions
 
     # --- step 1: play ---------------------------------------------------------------------
 
@@ -164,22 +170,29 @@ class CaseRunner:
                     # Compaction runs between user turns (the seed's rule), before every step of a
                     # tool loop with `cut: steps`, and wherever an imported log's agent compacted.
                     if not turn.continues or agent.settings.cut == "steps" or turn.recorded_summary is not None:
-                        self._compact(agent, index, played)
+                        self._compact(agent, index, played, scenario)
                     for fact in asked_before.get(index, []):  # what was the agent about to do?
                         played.early[fact.fact_id] = self._probe_request(agent, fact, played)
                     if turn.assistant is None:
                         agent.messages.append({"role": "user", "content": turn.user})
                         played.starts.append(agent.messages[-1])
                         played.turn_messages.append([agent.messages[-1]])
-                        agent.respond()
+                        before = len(agent.messages)
+                        reply = agent.respond()
+                        # The ceiling's history gets the live reply as played (its last text, if a
+                        # compaction inside the loop moved the messages).
+                        live = agent.messages[before:] if agent.messages[before - 1] is played.starts[-1] else \
+                            [{"role": "assistant", "content": [{"type": "text", "text": reply or "(no reply)"}]}]
+                        played.full += [played.starts[-1], *live]
                     else:
                         added = turn.messages(index)
                         played.starts.append(added[0])
                         played.turn_messages.append(added)
                         agent.messages += added
+                        played.full += added
                 # The compaction the agent would run before the next user line (the probe).
                 agent.settings = replace(agent.settings, recorded_summary=None)
-                self._compact(agent, len(scenario.turns), played)
+                self._compact(agent, len(scenario.turns), played, scenario)
         except RECORDED_ERRORS as exc:
             played.error = describe_error(exc)
             played.retention = [RetentionRecord(**asdict(row), fact=f.fact_id, kind=f.kind, retained=None,
@@ -188,7 +201,7 @@ class CaseRunner:
         played.agent = agent
         return played
 
-    def _compact(self, agent: Agent, turn: int, played: PlayedCase) -> None:
+    def _compact(self, agent: Agent, turn: int, played: PlayedCase, scenario: Scenario) -> None:
         seen = len(agent.events)
         agent.compact()
         for event in agent.events[seen:]:
@@ -200,8 +213,56 @@ class CaseRunner:
             played.compactions.append(CompactionRecord(**asdict(played.row), before_turn=turn,
                                                        first_verbatim_turn=verbatim_from, event=event))
             if event.folded_messages:
-                played.retention += self._retention(event, left, len(played.compactions) - 1, turn, verbatim_from,
-                                                    played.row)
+                retained = self._retention(event, left, len(played.compactions) - 1, turn, verbatim_from, played.row)
+                played.retention += retained
+                if self.ev.spec.next_action.enabled and turn < len(scenario.turns):
+                    played.actions.append(self.next_action(agent, played, scenario, turn, retained))
+
+    # --- next-action fidelity --------------------------------------------------------------
+
+    def next_action(self, agent: Agent, played: PlayedCase, scenario: Scenario, turn: int,
+                    retained: list[RetentionRecord]) -> ActionRecord:
+        """At a compaction before `turn`: the step the model takes next from the compacted history and
+        from the full one (twice: the second sample is the noise floor), against the step the log
+        took. The requests carry the scenario's tools; no tool is run."""
+        settings, next_turn = self.ev.spec.next_action, scenario.turns[turn]
+        line = [] if next_turn.continues else [{"role": "user", "content": next_turn.user}]
+        tools = agent.tools.schemas()
+        request = {"max_tokens": settings.max_tokens, "system": agent.system, **({"tools": tools} if tools else {})}
+        overrides = {} if settings.temperature is None else {"temperature": settings.temperature}
+        log = next_turn.assistant and (actions.of_call(next_turn.assistant.tool_calls[0].tool,
+                                                       next_turn.assistant.tool_calls[0].input)
+                                       if next_turn.assistant.tool_calls else actions.Action(None))
+        record = ActionRecord(**asdict(played.row), fact=f"cut-{turn}", compaction=len(played.compactions) - 1,
+                              before_turn=turn, log=log.key if log else None)
+
+        def step(history: list[Message], sample: int) -> actions.Action:
+            reply = self.client.create(**request, messages=history + line, sample=sample, overrides=overrides)
+            return actions.of_reply(reply.get("content") or [], tools, usage_of(reply).tool_calls_from_text)
+
+        sample = 2 * played.case.repeat  # each repeat its own pair of samples
+        try:
+            compacted = step(agent.messages, sample)
+        except RECORDED_ERRORS as exc:
+            record.error = describe_error(exc)
+            return record
+        try:
+            ceiling, again = step(played.full, sample), step(played.full, sample + 1)
+        except RECORDED_ERRORS as exc:
+            record.compacted, record.ceiling_error = compacted.key, describe_error(exc)
+            return record
+        same = actions.agreement(compacted, ceiling)
+        record.compacted, record.ceiling, record.ceiling_again = compacted.key, ceiling.key, again.key
+        record.exact, record.same_tool, record.same_target = same["exact"], same["same_tool"], same["same_target"]
+        record.floor = ceiling.key == again.key
+        record.from_text = sum(a.from_text for a in (compacted, ceiling, again))
+        if log:
+            record.matches_log, record.ceiling_matches_log = compacted.key == log.key, ceiling.key == log.key
+            needed = "\n".join(strings_in(next_turn.assistant.tool_calls[0].input)) if next_turn.assistant.tool_calls \
+                else ""
+            record.lacked = next((f"{r.fact} ({r.expected})" for r in retained if r.retained is False and needed
+                                  and any(value and value in needed for value in (r.expected or "").split(", "))), None)
+        return record
 
     def _retention(self, event: CompactionEvent, left: str | None, index: int, turn: int, verbatim_from: int,
                    row: CaseRow) -> list[RetentionRecord]:

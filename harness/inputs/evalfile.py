@@ -69,6 +69,25 @@ class GateSettings(BaseModel):
                                                              "at this power cannot pass.")
 
 
+class NextActionSettings(BaseModel):
+    """Next-action fidelity: at every compaction where the agent's next step is a step of the log, ask
+    the model for its next step from the compacted history and from the full one (the ceiling, twice:
+    the second sample is the noise floor), with the scenario's tools; no tool is run."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = Field(default=False, description="Measure it (three more requests a cut, the ceiling's shared by "
+                                                     "every prompt and budget through the response cache).")
+    temperature: StrictFloat | None = Field(
+        default=None, ge=0, le=2, description="Sampling temperature of these requests (default: the eval's). At 0 "
+                                              "the two ceiling samples differ only by the server's nondeterminism; "
+                                              "above it the floor is the agent's own variability.")
+    max_tokens: StrictInt = Field(default=160, ge=1, description="Token limit of each next-step reply.")
+
+
+def _next_action(value: Any) -> Any:
+    return {"enabled": value} if isinstance(value, bool) else value  # `next_action: true` is enough
+
+
 class ToolResultSettings(BaseModel):
     """What mask-observations, clear-tool-results and anthropic-context-editing keep (the fields of
     Anthropic's `clear_tool_uses_20250919` edit)."""
@@ -157,6 +176,9 @@ class EvalFile(BaseModel):
                                                                     "flight; it grows 1.5x a time to 60 s at most.")
     prices: Prices | None = Field(default=None, description="Prices per million tokens, for `harness plan`.")
     probe: ProbeSettings = ProbeSettings()
+    next_action: Annotated[NextActionSettings, BeforeValidator(_next_action)] = Field(
+        default_factory=NextActionSettings, description="true, or settings: measure whether the compacted agent "
+                                                        "takes the step it would have taken (off by default).")
     gate: GateSettings = GateSettings()
 
 

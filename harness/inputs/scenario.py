@@ -7,7 +7,6 @@ JSON Schema, validation uses them, and the README documents the same fields.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -16,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from ..errors import InputError, Loc
 from ..messages import strings_in
-from ..scoring.matchers import (MATCHERS, REGEX_SECONDS, ExactMatch, Expectation, Matcher, ScoringError, Target,
+from ..scoring.matchers import (MATCHERS, REGEX_SECONDS, ExactMatch, Expectation, Matcher, ScoringError,
                                 mentions, states)
 from ..scoring.affirmation import prohibits
 from ..scoring.normalize import distinctive, normalize, numbers_in
@@ -281,39 +280,6 @@ class Scenario(_Strict):
         return [m for index, turn in enumerate(self.turns) for m in turn.messages(index)]
 
 
-@dataclass(frozen=True)
-class Probe:
-    """One fact as it stands at the end of the conversation: what its probe should find."""
-
-    fact_id: str
-    kind: str
-    question: str
-    planted_turn: int
-    changed_turn: int  # last turn that planted or superseded it
-    literal: bool  # the answer is a span of the conversation, not a paraphrase
-    target: Target
-    subject: str | None = None
-    values: tuple[tuple[int, Expectation], ...] = ()  # (turn, value) in order; the last is the target's
-    constraint: bool = False  # a negative constraint: restating the prohibition is recall
-    probe_at: int | None = None  # asked before this turn is played; None: after the conversation
-    item_turns: tuple[int, ...] = ()  # a set that grows: each item's planting turn (values: the items so far)
-
-    def value_before(self, turn: int) -> tuple[int, Expectation] | None:
-        """The value the fact had before `turn` (and the turn that set it), if it was planted by then;
-        for a set that grows, the items planted before `turn`."""
-        known = [(t, v) for t, v in self.values if t < turn]
-        return known[-1] if known else None
-
-    def folded_at(self, turn: int, verbatim_from: int) -> tuple[int, Expectation] | None:
-        """What of the fact a compaction before `turn` folded, whose history is verbatim from
-        `verbatim_from`: its value then, unless that is still verbatim; of a set that grows, the items
-        planted before `verbatim_from` (the later ones are still verbatim). None: nothing folded."""
-        if self.item_turns:
-            return self.value_before(min(turn, verbatim_from))
-        current = self.value_before(turn)
-        return None if current is None or current[0] >= verbatim_from else current
-
-
 def _check_distinctive(doc: LocatedYaml, loc: Loc, fields: dict[str, list[str | None]]) -> None:
     """Values a phrase-matched answer is scored against must be more than common words ("the",
     "yes"): any answer would state them, so the fact would be recalled or confused by anything."""
@@ -445,34 +411,3 @@ def load_scenario(path: str | Path) -> Scenario:
     scenario = doc.validate(Scenario)
     _check(doc, scenario)
     return scenario
-
-
-def probes(scenario: Scenario) -> list[Probe]:
-    """The facts to probe, each with its final value and the values it had before."""
-    facts: dict[str, tuple[int, Fact]] = {}
-    history: dict[str, list[tuple[int, Value]]] = {}
-    for t, turn in enumerate(scenario.turns):
-        for fact in turn.facts:
-            facts[fact.id] = (t, fact)
-            history[fact.id] = [(t, fact)]
-        for change in turn.supersedes:
-            history[change.fact].append((t, change))
-    result = []
-    for fact_id, (planted, fact) in facts.items():
-        values = history[fact_id]
-        changed, current = values[-1]
-        matcher = fact.matcher()
-        constraint = fact.is_constraint(scenario.turns[planted].text())
-        expected = fact.target_expectation(constraint) if current is fact else current.expectation(matcher, constraint)
-        target = Target(expected, tuple(v.expectation(matcher) for _, v in values[:-1]),
-                        tuple(fact.distractors), tuple(Expectation(c, matcher=matcher) for c in fact.confabulations),
-                        matcher)
-        history_values = tuple((t, v.expectation(matcher)) for t, v in values[:-1]) + (
-            ((changed, expected),) if expected else ())
-        if fact.item_turns:  # a set that grows: its value at each planting turn is the items so far
-            history_values = tuple((turn, fact.expectation(matcher, constraint, [i for i, at in zip(
-                fact.items, fact.item_turns) if at <= turn])) for turn in sorted(set(fact.item_turns)))
-            changed = max(fact.item_turns)
-        result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target,
-                            fact.subject, history_values, constraint, fact.probe_at, tuple(fact.item_turns)))
-    return result

@@ -25,13 +25,10 @@ def shipped(*parts: str) -> str:
     return resources.files("harness").joinpath(*parts).read_text(encoding="utf-8")
 
 
-def starter_files(model: str) -> dict[str, str]:
-    """The starter's files (path relative to the repository -> text), scenarios left out."""
+def starter_files(model: str, install: str) -> dict[str, str]:
+    """The starter's files (path relative to the repository -> text), scenarios left out. `install`:
+    the workflow's command that installs the model's weights."""
     version = metadata.version("compaction-harness")
-
-    embedded = catalog_model(model)
-    install = (f"harness models install {embedded.name}  # its weights, verified by SHA-256" if embedded
-               else f"true  # {model} needs no local weights")
 
     def fill(text: str) -> str:
         return text.replace("{model}", model).replace("{version}", version).replace("{install_model}", install)

@@ -46,13 +46,14 @@ class Backend:
     waves: Any = None  # an execution.waves.Waves: requests the cache lacks go to its next wave
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # cases run in threads
 
-    def create(self, sample: int = 0, **request: Any) -> Reply:
+    def create(self, sample: int = 0, overrides: dict[str, Any] | None = None, **request: Any) -> Reply:
         """Send one Messages request; the response comes back as plain JSON data with its `usage`
         (tokens, latency, whether it came from the cache) attached. `sample` > 0
         asks for another independent sample of the same request (a repeat): its own seed where the
-        server takes one, and its own cache entry. In a batch run (`waves` set) a request the cache
+        server takes one, and its own cache entry. `overrides`: sampling settings of this request only
+        (a metric's own temperature). In a batch run (`waves` set) a request the cache
         does not answer goes to the next wave instead (`waves.answer` unwinds the case)."""
-        sampling, key = sampled(self.identity, self.sampling, request, sample)
+        sampling, key = sampled(self.identity, {**self.sampling, **(overrides or {})}, request, sample)
         if self.cache and (hit := self.cache.get(key)) and reply_problem(hit) is None:  # never replay a bad entry
             return self._reply(request, hit, cached=True)
         if self.waves:
@@ -185,10 +186,10 @@ def open_model(name: str = LOCAL, *, base_url: str | None = None, temperature: f
 def _open(name: str, base_url: str | None, temperature: float, seed: int, threads: int | None,
           slots: int) -> Backend:
     import anthropic  # here, so that reading eval files and run folders never loads the SDK
-    if base_url:
+    if base_url:  # often a small local model behind llama-server or Ollama: its calls written as text are read
         client = anthropic.Anthropic(base_url=base_url, api_key=os.environ.get("ANTHROPIC_API_KEY", "none"),
                                      timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)
-        return Backend(client, name, f"{base_url}#{name}", {"temperature": temperature})
+        return Backend(client, name, f"{base_url}#{name}", {"temperature": temperature}, reads_text_tool_calls=True)
     if name.startswith("claude"):
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise SetupError(f"model {name!r} needs ANTHROPIC_API_KEY set in the environment "

@@ -16,9 +16,10 @@ import socket
 from pathlib import Path
 
 from ..errors import InputError
-from .schema import CompactionRecord, ProbeRecord, RetentionRecord, row_of
+from .schema import ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord, row_of
 
-BASELINE_FILES = ("records.jsonl", "retention.jsonl", "compactions.jsonl", "manifest.json")  # what the gate reads
+BASELINE_FILES = ("records.jsonl", "retention.jsonl", "compactions.jsonl", "manifest.json",  # what the gate reads
+                  "actions.jsonl")
 
 
 def _append_lines(path: Path, rows: list[dict]) -> None:
@@ -56,8 +57,9 @@ def _rewrite(path: Path, rows: list[dict]) -> None:
 class RunFolder:
     def __init__(self, path: Path):
         self.path = path
-        self.records, self.compactions, self.retention, self.cases = (
-            path / "records.jsonl", path / "compactions.jsonl", path / "retention.jsonl", path / "cases.jsonl")
+        self.records, self.compactions, self.retention, self.actions, self.cases = (
+            path / "records.jsonl", path / "compactions.jsonl", path / "retention.jsonl", path / "actions.jsonl",
+            path / "cases.jsonl")
 
     @classmethod
     def new(cls, runs: Path, name: str) -> RunFolder:
@@ -94,7 +96,7 @@ class RunFolder:
     def finished_cases(self) -> set[str]:
         """Cases marked finished; lines of any other case are dropped, to be redone."""
         done = {row["case"] for row in read_jsonl(self.cases)}
-        for path in (self.records, self.compactions, self.retention):
+        for path in (self.records, self.compactions, self.retention, self.actions):
             _rewrite(path, [r for r in read_jsonl(path) if r["case"] in done])
         _rewrite(self.cases, [{"case": c} for c in sorted(done)])
         return done
@@ -105,8 +107,9 @@ class RunFolder:
             json.dumps({"scenario": s, "turns": texts}, ensure_ascii=False) + "\n" for s, texts in turns.items()))
 
     def write_case(self, case_id: str, records: list[ProbeRecord], compactions: list[CompactionRecord],
-                   retention: list[RetentionRecord]) -> None:
-        for path, rows in ((self.records, records), (self.compactions, compactions), (self.retention, retention)):
+                   retention: list[RetentionRecord], actions: list[ActionRecord] = ()) -> None:
+        for path, rows in ((self.records, records), (self.compactions, compactions), (self.retention, retention),
+                           (self.actions, actions)):
             _append_lines(path, [row_of(r) for r in rows])
         _append_lines(self.cases, [{"case": case_id}])
 

@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..scoring.verdict import VERDICTS
 from .folder import read_jsonl
 from .manifest import Manifest, load_manifest
-from .schema import OVERFLOWED, CompactionRecord, ProbeRecord, RetentionRecord, columns, variant
+from .schema import OVERFLOWED, ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord, columns, variant
 
 
 def _labelled(rows: list[dict], record_type: type) -> pd.DataFrame:
@@ -70,20 +70,33 @@ def load_retention(run_dir: str | Path) -> pd.DataFrame:
     return _labelled(read_rows(run_dir, "retention.jsonl"), RetentionRecord)
 
 
+def load_actions(run_dir: str | Path) -> pd.DataFrame:
+    """Next-action rows: per compaction where the agent's next step is the log's, the steps taken."""
+    return _labelled(read_rows(run_dir, "actions.jsonl"), ActionRecord)
+
+
 def load_compactions(run_dir: str | Path) -> pd.DataFrame:
     return _labelled(read_rows(run_dir, "compactions.jsonl"), CompactionRecord)
 
 
 def failed(rows: pd.DataFrame, metric: str) -> pd.Series:
     """Which rows of a metric failed with an error (a model, API, scoring or strategy failure) or
-    did not fit the context window: neither is forgetting, so neither counts in a rate."""
-    return rows["error"].notna() if metric == "retention" else rows["verdict"].isin(["error", "overflow"])
+    did not fit the context window: neither is forgetting, so neither counts in a rate. A next step
+    is scored against the ceiling's, so a ceiling that failed leaves its cut unscored too."""
+    if metric == "retention":
+        return rows["error"].notna()
+    if metric == "next-action":
+        return rows["error"].notna() | rows["ceiling_error"].notna()
+    return rows["verdict"].isin(["error", "overflow"])
 
 
 def overflowed(rows: pd.DataFrame, metric: str) -> pd.Series:
     """Which rows of a metric could not be measured because a request exceeded the context window."""
     if metric == "retention":
         return rows["error"].fillna("").str.startswith(OVERFLOWED)
+    if metric == "next-action":
+        return (rows["error"].fillna("").str.startswith(OVERFLOWED)
+                | rows["ceiling_error"].fillna("").str.startswith(OVERFLOWED))
     return rows["verdict"] == "overflow"
 
 
@@ -123,10 +136,11 @@ class Run:
     retention: pd.DataFrame
     about: Manifest
     turns: dict[str, list[str]] = field(default_factory=dict)  # per scenario; empty for older runs
+    actions: pd.DataFrame = field(default_factory=pd.DataFrame)  # next-action rows; empty unless measured
 
     def rows(self, metric: str) -> pd.DataFrame:
-        """The rows a metric is computed from: retention rows, or probe records for recall."""
-        return self.retention if metric == "retention" else self.records
+        """The rows a metric is computed from: retention rows, probe records for recall, next-action rows."""
+        return {"retention": self.retention, "next-action": self.actions}.get(metric, self.records)
 
     def errors(self) -> tuple[int, int]:
         """Observations (probe records and retention rows) that failed with an error, of all."""
@@ -146,4 +160,4 @@ def load_run(run_dir: str | Path) -> Run:
     turns = {row["scenario"]: row["turns"] for row in read_jsonl(Path(run_dir) / "scenarios.jsonl")
              if isinstance(row, dict) and isinstance(row.get("turns"), list)}
     return Run(load_records(run_dir), load_compactions(run_dir), load_retention(run_dir), load_manifest(run_dir),
-               turns)
+               turns, load_actions(run_dir))

@@ -14,7 +14,8 @@ from typing import Any
 CONTROL_LABELS = {"none": "ceiling (full history)", "no-history": "control: no history"}
 CEILING, NO_HISTORY = CONTROL_LABELS["none"], CONTROL_LABELS["no-history"]
 CONTROLS = tuple(CONTROL_LABELS.values())
-METRICS = ("retention", "recall")  # does the summary state the fact; does the probe answer
+METRICS = ("retention", "recall", "next-action")  # does the summary state the fact; does the probe answer;
+# does the compacted agent take the step the uncompacted one takes
 OVERFLOWED = "context window exceeded"  # how an error that is a context overflow begins
 NO_SUMMARY = "the server returned no summary (compaction content null)"  # its own outcome, not the prompt's
 
@@ -114,6 +115,31 @@ class RetentionRecord(CaseRow):
 
 
 @dataclass(kw_only=True)
+class ActionRecord(CaseRow):
+    """At one compaction where the agent's next step is the log's: the step the model takes from the
+    compacted history, from the full one (twice: the second sample is the noise floor), and the step
+    the log took, each as an action key (`execution.actions`)."""
+
+    fact: str  # "cut-<turn>": what pairs this cut with the same cut of another run or variant
+    compaction: int  # index of the compaction in the case's compaction records
+    before_turn: int  # the step asked for is this turn's
+    log: str | None  # the logged agent's own step (None: the turn is live, the log has none)
+    compacted: str | None = None  # the compacted agent's step (None: its request failed)
+    ceiling: str | None = None  # with the full history (None: it failed or did not fit the window)
+    ceiling_again: str | None = None  # a second sample with the full history: the noise floor
+    exact: bool | None = None  # compacted == ceiling (the action keys)
+    same_tool: bool | None = None
+    same_target: bool | None = None
+    floor: bool | None = None  # ceiling == ceiling_again
+    matches_log: bool | None = None  # compacted == log
+    ceiling_matches_log: bool | None = None
+    from_text: int = 0  # of the three steps, those the model wrote as text (read as calls)
+    lacked: str | None = None  # a fact the log's step needed that this compaction's summary did not state
+    error: str | None = None  # the compacted request failed (the cut is not scored)
+    ceiling_error: str | None = None  # the ceiling failed; "context window exceeded ..." is its own outcome
+
+
+@dataclass(kw_only=True)
 class CompactionRecord(CaseRow):
     """One compaction: where it ran in the case, and what the strategy reported (the fields of
     `CompactionEvent`, written on the same line)."""
@@ -128,7 +154,7 @@ class CompactionRecord(CaseRow):
         return {**line, **event}
 
 
-Record = ProbeRecord | RetentionRecord | CompactionRecord
+Record = ProbeRecord | RetentionRecord | CompactionRecord | ActionRecord
 
 
 

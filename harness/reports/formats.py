@@ -19,6 +19,7 @@ from .comparisons import ranked, best_variant
 from .explorer import explorer_data, explorer_html
 from .render import html_table, markdown_table
 from .sections import tables
+from .tables import next_steps
 
 
 def _headline(run: Run) -> str:
@@ -81,6 +82,9 @@ def _html(run: Run) -> str:
         sections += [f"<h2>{e(table.title)}</h2>", f'<div class="wide">{html_table(data)}</div>']
         if table.plot and (figure := table.plot(run)) is not None:
             sections.append(f'<img alt="{e(table.title)}" src="data:image/png;base64,{_png(figure)}">')
+    if not run.actions.empty:  # the three next steps side by side, at every cut of every case
+        sections += [f"<h2 id=\"steps\">Next steps at each cut ({plural(len(run.actions), 'cut')})</h2>",
+                     f'<div class="wide">{html_table(next_steps(run.actions))}</div>']
     if not run.records.empty:  # a run without probes has no answers to explore
         sections.append(explorer_html(explorer_data(run.records, run.compactions, run.retention, run.turns)))
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"

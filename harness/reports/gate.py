@@ -24,7 +24,7 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
         rows[c.name] = {
             "baseline": f"{t.mean_a:.0%}", "candidate": f"{t.mean_b:.0%}",
             **test_cells(t, "candidate minus baseline (95% CI)", ".0%", "too few scenarios"),
-            "detectable drop": f"{c.detectable_drop:.0%}" if c.detectable_drop is not None else "n/a",
+            "detectable drop": f"{c.detectable_drop:.1%}" if c.detectable_drop is not None else "n/a",
             "lost / gained": f"{len(c.comparison.lost)} / {len(c.comparison.gained)}",
             "result": c.result,
         }

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.compare import retention_units, sensitivity
+from ..errors import plural
+
+from ..analysis.compare import floor_drop, retention_units, sensitivity
 from ..analysis.rates import compacting, fact_clusters, recall_rate, retention_rate, variant_order
 from ..analysis.stats import minimum_detectable_drop, rate
 from ..records.load import budget_order, failed, overflowed, shrinks, summaries
@@ -123,6 +125,72 @@ def artifact_trail(retention: pd.DataFrame) -> pd.DataFrame:
     table = {v: {f"cut {cut}": rate(g["credit"], fact_clusters(g)).text() for cut, g in group.groupby("cut")}
              for v, group in ((v, trail[trail["variant"] == v]) for v in variant_order(trail["variant"].unique()))}
     return pd.DataFrame(table).T.fillna("")
+
+
+def next_action_fidelity(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Per variant: how often the compacted agent takes the step the full-history agent takes
+    (exact; same tool; same target), and the log's own step; the noise floor (the full-history agent
+    against its own second sample) and the drop from it, paired over scenarios; steps read from text
+    and ceilings over the context window. n: cuts (a compaction where the next step is the log's)."""
+    rows = {}
+    for v in variant_order(compacting(actions)["variant"].unique()):
+        mine = actions[actions["variant"] == v]
+        scored = mine[~failed(mine, "next-action")]
+        cuts = scored["scenario"].astype(str) + "/" + scored["fact"].astype(str)
+
+        def share(column: str, of: pd.DataFrame = scored) -> str:
+            known = of[of[column].notna()]
+            return rate(known[column].astype(float), cuts[known.index]).text() if len(known) else "n/a"
+        drop = floor_drop(scored).test
+        rows[v] = {"agrees with the full history": share("exact"), "same tool": share("same_tool"),
+                   "same target": share("same_target"), "agrees with the log": share("matches_log"),
+                   "full history agrees with the log": share("ceiling_matches_log"),
+                   "noise floor (full history twice)": share("floor"),
+                   "drop from the floor (95% CI)": _drop_text(drop, share("floor"), alpha),
+                   "read from text": int(scored["from_text"].sum()),
+                   "errors": int(mine["error"].notna().sum()),
+                   OVERFLOWED: int(overflowed(mine, "next-action").sum())}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+MIN_FLOOR = 0.5  # a full-history agent that disagrees with itself this often says nothing of compaction
+
+
+def _drop_text(test, floor: str, alpha: float) -> str:
+    """Compaction's effect as the drop from the floor, or why it cannot be told."""
+    if not test.judged:
+        return f"{-test.difference:.1%} on {plural(test.clusters, 'scenario')}: too few to tell"
+    if test.mean_a < MIN_FLOOR:
+        return f"cannot tell: the full-history agent agrees with itself in only {test.mean_a:.0%} of cuts"
+    verdict = "a drop" if test.p_value < alpha and test.difference < 0 else "not distinguishable from the floor"
+    return f"{-test.difference:.1%} ({-test.high:.1%} to {-test.low:.1%}), p = {test.p_value:.3g}: {verdict}"
+
+
+def next_action_substitutes(actions: pd.DataFrame, top: int = 5) -> pd.DataFrame:
+    """Where the compacted agent went instead: its most frequent steps where the full-history agent
+    took another, with how often, and how often the log's step needed a fact this compaction's
+    summary did not state."""
+    scored = compacting(actions)
+    scored = scored[~failed(scored, "next-action") & (scored["exact"] == False)]  # noqa: E712 (a boolean column with NaN)
+    rows = []
+    for v in variant_order(scored["variant"].unique()):
+        mine = scored[scored["variant"] == v]
+        for (ceiling, compacted), group in mine.groupby(["ceiling", "compacted"]).size().sort_values(
+                ascending=False).head(top).items():
+            lacked = mine[(mine["ceiling"] == ceiling) & (mine["compacted"] == compacted)]["lacked"].notna().sum()
+            rows.append({"variant": v, "full history took": ceiling, "compacted took": compacted, "cuts": int(group),
+                         "the log's step needed a fact the summary lacked": int(lacked)})
+    return pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame()
+
+
+def next_steps(actions: pd.DataFrame) -> pd.DataFrame:
+    """Every cut: the log's step, the full-history agent's (twice) and the compacted agent's, side by
+    side, with the fact the log's step needed that the summary lacked (the report's step explorer)."""
+    columns = {"variant": "variant", "scenario": "scenario", "budget": "budget", "before_turn": "before turn",
+               "log": "the log's step", "ceiling": "full history", "ceiling_again": "full history again",
+               "compacted": "compacted", "exact": "agrees", "lacked": "needed, not in the summary",
+               "ceiling_error": "full history failed"}
+    return actions.reindex(columns=list(columns)).rename(columns=columns).fillna("").set_index("variant")
 
 
 def prompt_sensitivity(retention: pd.DataFrame, control: str) -> pd.DataFrame:

@@ -223,7 +223,7 @@ def import_locomo(path: str | Path, out_dir: str | Path, strict: bool = False
             refused.append(exc)
             continue
         if not any(turn.get("facts") for turn in scenario["turns"]):
-            refused.append(InputError(path, f"{sample}: every QA item was left out ({len(notes)}"
+            refused.append(InputError(path, f"{checked[0]}: every QA item was left out ({len(notes)}"
                                             + (f"; the first: {notes[0]}" if notes else "") + "): nothing to probe"))
             continue
         converted.append((scenario, notes))

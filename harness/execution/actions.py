@@ -1,0 +1,137 @@
+"""What counts as the same next step: an agent's step as an action key, the tool it calls and that
+call's primary target, normalised, so two steps can be compared however they were written.
+
+    Read {"file_path": "./src/app.py"}          -> Read: src/app.py
+    Bash {"command": "cd repo && pytest -x t.py"} -> Bash: pytest t.py
+    apply_patch {"input": "*** Update File: a.py"} -> apply_patch: a.py
+    Grep {"pattern": "def load"}                 -> Grep: def load
+    swe_agent {"command": "open src/x.py 120"}    -> swe_agent: open src/x.py
+    a reply with no tool call                    -> answers without a tool
+
+Two steps agree exactly when their keys are equal; relaxed agreement is reported apart: the same
+tool, or the same target. `TARGETS` maps a tool's name to the function that finds its target
+(add one for a tool whose target none of the general readers finds); others are read by their
+input's keys: a path, then a command, then a search pattern, then a query or URL.
+
+Small models often write a call as text: a JSON call is read by the backend (`models.tool_text`);
+here a fenced shell command (SWE-agent's and mini-swe-agent's way) is read as a call of the one
+shell-like tool offered, and both are counted as read from text.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Callable
+
+NO_TOOL = "answers without a tool"
+PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file", "file")
+COMMAND_KEYS = ("command", "cmd", "script")
+PATTERN_KEYS = ("pattern", "regex", "query", "q", "url", "glob")
+SHELLS = {"bash", "shell", "sh", "exec_command", "local_shell", "run_command", "terminal", "swe_agent", "run"}
+_FENCED = re.compile(r"```(?:bash|sh|shell|console|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.DOTALL)
+_PATCHED = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)|^\+\+\+ b/(\S+)", re.MULTILINE)
+_CHAINED = re.compile(r"\s*(?:&&|;|\|\|)\s*")
+EDITS_LAST = {"sed", "awk", "perl", "patch"}  # programs whose target is their last operand
+
+
+def path(value: str) -> str:
+    """A path as a key: no leading './', no trailing '/', no repeated slashes."""
+    value = re.sub(r"/{2,}", "/", value.strip().strip("'\""))
+    while value.startswith("./"):
+        value = value[2:]
+    return value.rstrip("/") or value
+
+
+def command(line: str) -> str:
+    """A shell command as a key: its program and first operand, past `cd DIR &&`, variable
+    assignments, `sudo`/`env` and flags ("cd repo && FOO=1 pytest -x tests/t.py" is "pytest tests/t.py")."""
+    first = line.strip().splitlines()[0] if line.strip() else ""
+    parts = [p for p in _CHAINED.split(first) if p and not p.startswith("cd ")] or [first]
+    try:
+        words = shlex.split(parts[0])
+    except ValueError:  # an unbalanced quote: read it by spaces
+        words = parts[0].split()
+    words = [w for w in words if not re.fullmatch(r"\w+=\S*", w)]
+    while words and words[0] in ("sudo", "env", "time", "nohup", "exec"):
+        words = words[1:]
+    if not words:
+        return ""
+    program = words[0].rsplit("/", 1)[-1]
+    operands = [w for w in words[1:] if not w.startswith("-")]
+    # An editing script comes first and the file it edits last (sed -i 's/a/b/' app.py).
+    operand = (operands[-1] if program in EDITS_LAST else operands[0]) if operands else None
+    return f"{program} {path(operand) if '/' in operand or '.' in operand else operand}" if operand else program
+
+
+def _patch(arguments: dict[str, Any]) -> str | None:
+    text = " ".join(v for v in arguments.values() if isinstance(v, str))
+    found = _PATCHED.search(text)
+    return path(found[1] or found[2]) if found else None
+
+
+# Tools whose target none of the general readers finds, by lower-case name.
+TARGETS: dict[str, Callable[[dict[str, Any]], str | None]] = {
+    "apply_patch": _patch,
+    "todowrite": lambda arguments: "the plan",
+    "update_plan": lambda arguments: "the plan",
+}
+
+
+def target(tool: str, arguments: dict[str, Any]) -> str | None:
+    """A call's primary target, normalised (see the module docstring)."""
+    if (read := TARGETS.get(tool.lower())) is not None:
+        return read(arguments)
+    for key in PATH_KEYS:
+        if isinstance(arguments.get(key), str) and arguments[key].strip():
+            return path(arguments[key])
+    for key in COMMAND_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, list):  # an argument vector
+            value = " ".join(map(str, value[2:] if len(value) == 3 and value[1] in ("-c", "-lc") else value))
+        if isinstance(value, str) and value.strip():
+            return command(value)
+    for key in PATTERN_KEYS:
+        if isinstance(arguments.get(key), str) and arguments[key].strip():
+            return arguments[key].strip()
+    return None
+
+
+@dataclass(frozen=True)
+class Action:
+    """One step: the tool called (None: a reply with no tool call) and its target."""
+
+    tool: str | None
+    target: str | None = None
+    from_text: bool = False  # the model wrote the call as text; it was read as a call
+
+    @property
+    def key(self) -> str:
+        if self.tool is None:
+            return NO_TOOL
+        return f"{self.tool}: {self.target}" if self.target else self.tool
+
+
+def of_call(tool: str, arguments: dict[str, Any], from_text: bool = False) -> Action:
+    return Action(tool, target(tool, arguments), from_text)
+
+
+def of_reply(content: list[dict[str, Any]], tools: list[dict[str, Any]], from_text: int = 0) -> Action:
+    """The step a reply takes: its first tool call; else a fenced shell command, as a call of the one
+    shell-like tool offered; else no tool. `from_text`: calls the backend read from the reply's text."""
+    calls = [block for block in content if block.get("type") == "tool_use"]
+    if calls:
+        return of_call(calls[0]["name"], calls[0].get("input") or {}, from_text > 0)
+    shells = [t["name"] for t in tools if t.get("name", "").lower() in SHELLS]
+    text = "\n".join(block.get("text", "") for block in content if block.get("type") == "text")
+    fenced = _FENCED.search(text)
+    if fenced and len(shells) == 1 and fenced[1].strip():
+        return of_call(shells[0], {"command": fenced[1].strip()}, from_text=True)
+    return Action(None)
+
+
+def agreement(a: Action, b: Action) -> dict[str, bool]:
+    """Exact (same key) and relaxed (same tool; same target) agreement of two steps."""
+    return {"exact": a.key == b.key, "same_tool": a.tool == b.tool,
+            "same_target": a.target is not None and a.target == b.target}
