@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test gate models clean
+.PHONY: demo test gate models docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,langchain]'
+	$(BIN)/pip install --quiet -e '.[test,langchain,docs]'
 	touch $(STAMP)
 
 # The embedded models' weights, verified by their SHA-256: Qwen2.5-Coder-1.5B (the default, assembled
@@ -30,5 +30,15 @@ test: models
 gate: models
 	$(BIN)/harness gate evals/gate.yaml --quiet
 
+# The documentation site (MkDocs Material), built into site/ with warnings as errors; the command-line and
+# file-format reference pages are generated from the code first (scripts/docs_reference.py).
+docs: $(STAMP)
+	$(BIN)/python scripts/docs_reference.py
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	$(BIN)/python scripts/docs_reference.py
+	$(BIN)/mkdocs serve
+
 clean:
-	rm -rf $(VENV) results/runs results/cache
+	rm -rf $(VENV) results/runs results/cache site

@@ -10,7 +10,7 @@ from harness.scoring.matchers import Expectation, Target
 from harness.scoring.verdict import verdict
 
 CORPUS = load_corpus()
-# The rule's documented limits (README, scoring/affirmation.py); none of the corpus's answers today.
+# The rule's documented limits (docs/concepts.md, scoring/affirmation.py); none of the corpus's answers today.
 KNOWN_LIMITS: set[str] = set()
 
 
@@ -27,7 +27,7 @@ def test_the_matcher_agrees_with_every_label_but_the_documented_limits():
              if verdict(item.answer, item.target) != item.verdict}
     assert set(wrong) == KNOWN_LIMITS, wrong
     agreement = 1 - len(wrong) / len(CORPUS)
-    assert agreement >= 0.97  # the README states this figure
+    assert agreement >= 0.97  # the documentation states this figure (docs/concepts.md)
 
 
 DEPLOY = Target(Expectation("Friday", constraint=True))

@@ -258,7 +258,7 @@ def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, 
     records = read_jsonl(run_dir / "records.jsonl")
     manifest = json.loads((run_dir / "manifest.json").read_text())
     facts = len(read_jsonl(run_dir / "scenarios.jsonl")) and len({r["fact"] for r in records})
-    assert len(records) == 4 * facts  # summary at two budgets, none, no-history
+    assert len(records) == 3 * facts  # summary at its budget, none, no-history
     assert all(r["verdict"] in ("recalled", "forgot", "stale") and r["answer"] for r in records)
     assert server.direct_messages == 0 and manifest["model_calls"] == len(server.submitted)
     # A wave per step of the longest case (its summary requests, live turns, then all its
@@ -307,3 +307,22 @@ def test_the_agent_and_alternatives_evals_on_the_embedded_model(tmp_path, capsys
     edits = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["strategy"] != "summary"]
     assert edits and all(c["edited"] > 0 and c["summary"] is None and c["size_after"] < c["size_before"] for c in edits)
     assert "mask-observations" in out and "Compression and cost per prompt" in out
+
+
+def test_next_action_eval_on_the_embedded_model(tmp_path, capsys):
+    """evals/next-action.yaml as shipped, on two of its sessions: at each cut the embedded model is
+    asked for its next step from the compacted and the full history (twice), with the sessions'
+    tools; every cut is recorded with the log's own step, and the report shows fidelity and floor."""
+    root = Path(__file__).parents[1]
+    assert main(["run", str(root / "evals" / "next-action.yaml"), "--model", FAST, "--scenario", "coding-1-000",
+                 "--scenario", "claude_code_session", "--prompt-id", "seed", "--results", str(tmp_path),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "Next-action fidelity" in out and "noise floor" in out
+    run_dir = next((tmp_path / "runs").iterdir())
+    rows = read_jsonl(run_dir / "actions.jsonl")
+    assert {r["strategy"] for r in rows} >= {"summary", "mask-observations", "clear-tool-results", "recorded"}
+    assert all(r["log"] for r in rows if r["scenario"] == "coding-1-000")  # every cut there is a logged step
+    scored = [r for r in rows if r["error"] is None and r["ceiling_error"] is None]
+    assert scored and all(r["compacted"] and r["ceiling"] and r["ceiling_again"] for r in scored)
+    assert all(isinstance(r["exact"], bool) and isinstance(r["floor"], bool) for r in scored)

@@ -1,5 +1,5 @@
 """A new user's first hour: each place the tool contradicted itself, blamed the wrong file or left
-the user without a next step, one test each (the README's own examples are in test_readme.py)."""
+the user without a next step, one test each (the documentation's own examples are in test_docs.py)."""
 
 import json
 import random

@@ -136,3 +136,18 @@ def test_the_drop_from_the_floor_is_paired_over_scenarios_on_crafted_cuts():
     test = floor_drop(pd.DataFrame(rows)).test
     assert test.mean_a == 1.0 and test.mean_b == pytest.approx(16 / 24) and test.clusters == 6
     assert test.difference == pytest.approx(-1 / 3) and test.p_value < 0.05
+
+
+def test_plan_counts_the_next_action_requests(tmp_path, capsys):
+    """Three more requests a cut: the compacted step and two full-history samples."""
+    steps_scenario(tmp_path / "s.yaml")
+    base = f"name: na\nscenarios: [s.yaml]\nbudgets: [300]\ncut: steps\nkeep_recent: 1\nprompts: ['{SEED}']\n" \
+           "strategies: [summary]\nprobes: false\n"
+    counts = {}
+    for setting in ("false", "true"):
+        (tmp_path / "e.yaml").write_text(base + f"next_action: {setting}\nmodel: claude-x\n")
+        assert main(["plan", str(tmp_path / "e.yaml"), "--chars", "--results", str(tmp_path / "r")]) == 0
+        line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("direct"))
+        counts[setting] = int(line.split()[1].replace(",", ""))
+    extra = counts["true"] - counts["false"]
+    assert extra >= 3 and extra % 3 == 0  # one case: no full-history request is shared

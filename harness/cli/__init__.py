@@ -9,7 +9,7 @@ import sys
 
 from ..errors import InputError
 from . import chat, files, models, results, run
-from .common import EXIT_ERROR, Parser
+from .common import EXIT_ERROR, EXIT_INTERRUPTED, Parser
 
 
 def build_parser() -> Parser:
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:  # a batch run says which batches keep running
         print(f"\ninterrupted: finished cases are saved; "
               f"{exc or '`harness run EVAL --resume RUN_DIR` completes the run'}", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -10,7 +10,18 @@ from pathlib import Path
 
 from ..errors import InputError, did_you_mean
 
-EXIT_OK, EXIT_ERROR = 0, 1
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+# Every exit status of `harness`, what it means (the documentation's reference is generated from it).
+EXIT_CODES = {
+    0: "success; `harness gate`: the candidate passes",
+    1: "an error the message names (a file, a line, a flag, the model's set-up); `harness gate`: cannot judge "
+       "(no baseline, another model, too little power, too many errors); `harness run`: more errors than "
+       "`gate.max_error_rate`; `harness import`: nothing could be imported",
+    2: "the command line itself is wrong (an unknown command or flag, a bad value): argparse's usage error",
+    100: "`harness gate`: a regression (a significant drop larger than `max_drop`, a metric under `floor`, summaries "
+         "that grew or hit their token cap more often)",
+    130: "interrupted (Ctrl-C): finished cases are saved; the message says how to resume",
+}
 
 
 class Parser(argparse.ArgumentParser):

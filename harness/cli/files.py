@@ -115,7 +115,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"refused: {error}", file=sys.stderr)
     print(f"wrote {plural(len(imported), 'scenario')} to {args.out}"
           + (f" ({plural(len(refused), 'log')} refused, above)" if refused else "")
-          + f"; next: `harness validate {args.out}/*.yaml`, then an eval over them (see the README's agent sessions)")
+          + f"; next: `harness validate {args.out}/*.yaml`, then an eval over them (see docs/agent-sessions.md)")
     return EXIT_OK
 
 

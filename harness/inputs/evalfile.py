@@ -129,7 +129,7 @@ class EvalFile(BaseModel):
     prompts: list[str] = Field(default=[], description="Summary prompt files (one per variant).")
     strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
         default=["summary", "none", "no-history"], min_length=1,
-        description="summary, none, truncate, no-history, or module:function (see the README's list).")
+        description="summary, none, truncate, no-history, or module:function (see docs/strategies.md).")
     claude_strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
         default=[], description="Strategies run only when the model is not the embedded one (Claude, or a --base-url "
                                 "server): Anthropic's server-side compaction and context editing. On the embedded "

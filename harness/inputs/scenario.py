@@ -1,7 +1,7 @@
 """Scenario files: scripted conversations that plant facts and say how to probe them.
 
 The pydantic models are the format's single definition: `harness schema` prints their
-JSON Schema, validation uses them, and the README documents the same fields.
+JSON Schema, validation uses them, and docs/reference/scenario-format.md is generated from them.
 """
 
 from __future__ import annotations

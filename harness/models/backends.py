@@ -157,7 +157,7 @@ def is_local(name: str, base_url: str | None = None) -> bool:
 
 
 def default_summary_layout(name: str, base_url: str | None = None) -> str:
-    # Measured per embedded model (README, "What the embedded models can tell you"): both follow a
+    # Measured per embedded model (docs/models.md, "What each model can tell you"): both follow a
     # summary prompt better with the instruction after the delimited transcript (SmolLM2 otherwise
     # continues the transcript; Qwen keeps only a multi-line prompt's last sentence), and the prompts
     # of one cut then share the transcript as a prefix in llama.cpp's prompt cache. Other models keep

@@ -77,7 +77,7 @@ class LocalModel:
     trained_context: int  # tokens
     context: int  # tokens per llama.cpp slot: what a request may hold here
     source: Union[WheelFile, Chunks]
-    summary_layout: str  # the summary layout measured best on this model (README: what the embedded models can tell you)
+    summary_layout: str  # the summary layout measured best on this model (docs/models.md)
     speed: tuple[int, int]  # prompt and generated tokens per second measured here (benchmarks/embedded_speed.py)
     use: str  # what the model is for, in a few words
 
