@@ -205,6 +205,25 @@ def test_a_plan_whose_item_finishes_is_probed_with_its_new_status(tmp_path):
     assert plan.value_before(2)[1].done == () and plan.value_before(3)[1].done == ("Reproduce the export failure",)
 
 
+@pytest.mark.parametrize("text, states", [
+    ("Done: Reproduce the export failure. Still to do: Patch the exporter, Rerun the export job.", True),
+    ("Finished:\n- Reproduce the export failure\nRemaining:\n- Patch the exporter\n- Rerun the export job", True),
+    ("[x] Reproduce the export failure\n[ ] Patch the exporter\n[ ] Rerun the export job", True),
+    # The plan tool's own call, as a transcript renders it: each record's status field.
+    ("assistant called TodoWrite({'todos': [{'content': 'Reproduce the export failure', 'status': 'completed'}, "
+     "{'content': 'Patch the exporter', 'status': 'in_progress'}, {'content': 'Rerun the export job', "
+     "'status': 'pending'}]})", True),
+    ("The plan: Reproduce the export failure, Patch the exporter, Rerun the export job.", False),  # no status said
+    ("Done: Patch the exporter. Pending: Reproduce the export failure.", False),  # a finished item as still to do
+])
+def test_a_plan_is_read_with_each_items_status_however_it_is_written(text, states):
+    from harness.scoring.matchers import Expectation, PlanMatch
+
+    plan = Expectation("plan", items=("Reproduce the export failure", "Patch the exporter", "Rerun the export job"),
+                       done=("Reproduce the export failure",))
+    assert PlanMatch().states(text, plan, within=True) is states
+
+
 def test_an_identifier_read_in_output_and_typed_again_is_a_fact_one_only_read_is_not():
     log = session_of(("Bash", {"command": "git log --oneline -3"},
                       "9f3c2ab Fix export paths\n41d7e0c Bump deps\n77aa01f Initial", False),

@@ -212,6 +212,8 @@ class PlanMatch:
             if line.rstrip().endswith(":") and not any(mentions(line, i) for i in expectation.items):
                 heading = _status(line) or heading
                 continue
+            found.update({item: status for item, status in _status_fields(line, expectation.items).items()
+                          if found[item] in (None, "unsaid")})
             current = None  # a status said in a line holds for the rest of it ("Done: a, b. Next: c")
             for clause in CLAUSE_END.split(line):
                 current = _status(clause) or current
@@ -240,6 +242,21 @@ class PlanMatch:
 
     def extras(self, answer: str, expectation: Expectation | None) -> int | None:
         return None
+
+
+# A plan written as records ({'content': 'A', 'status': 'completed'}, a TodoWrite call in a transcript).
+_STATUS_FIELD = re.compile(r"\bstatus\b\W{1,6}(\w+)", re.IGNORECASE)
+
+
+def _status_fields(line: str, items: tuple[str, ...]) -> dict[str, str]:
+    """Items whose record in the line gives a `status` field after them, before the next item: its status."""
+    at = sorted((m.start(), item) for item in items for m in re.finditer(re.escape(item), line, re.IGNORECASE))
+    statuses = {}
+    for (start, item), (end, _) in zip(at, at[1:] + [(len(line), None)]):
+        field = _STATUS_FIELD.search(line, start + len(item), end)
+        if field and (status := _status(field[1].replace("_", " "))):
+            statuses[item] = status
+    return statuses
 
 
 def _status(clause: str) -> str | None:
