@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError, plural
-from .session import Builder, Session, json_lines, slug, text_of, tool_use_call
+from .session import Builder, Session, json_lines, log_name, slug, text_of, tool_use_call
 
 
 def read(path: Path) -> list[Session]:
-    session = Session(slug(path.stem), f"Claude Code session {path.name}, imported with `harness import claude-code`.")
+    session = Session(slug(log_name(path).stem), f"Claude Code session {path.name}, imported with `harness import claude-code`.")
     lines = json_lines(path, session.notes, "a Claude Code session")
     if not any(entry.get("type") in ("user", "assistant") for _, entry in lines):
         raise InputError(path, "not a Claude Code session: no user or assistant line")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError, plural
-from .session import Builder, Call, Session, arguments_of, json_lines, quote, slug, text_of
+from .session import Builder, Call, Session, arguments_of, json_lines, log_name, quote, slug, text_of
 
 ROLLOUT_KINDS = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 # What Codex itself writes as a user message ahead of the user's words.
@@ -30,7 +30,7 @@ _SHELLS = {"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/ba
 
 
 def read(path: Path) -> list[Session]:
-    session = Session(slug(path.stem), f"Codex CLI rollout {path.name}, imported with `harness import codex`.")
+    session = Session(slug(log_name(path).stem), f"Codex CLI rollout {path.name}, imported with `harness import codex`.")
     builder = Builder(session)
     left: Counter = Counter()
     kinds = Counter()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from .openai_messages import read_messages
-from .session import Call, Session, read_json, slug
+from .session import Call, Session, log_name, read_json, slug
 from .swe_agent import read_info
 
 _COMMAND = re.compile(r"```(?:mswea_bash_command|bash|sh|shell)\s*\n(.*?)\n?```", re.DOTALL)
@@ -23,7 +23,7 @@ _RETURN_CODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 
 
 def read(path: Path) -> list[Session]:
-    name = path.name.removesuffix(".json").removesuffix(".traj")
+    name = log_name(path).name.removesuffix(".json").removesuffix(".traj")
     session = Session(slug(name), f"mini-swe-agent trajectory {path.name}, imported with `harness import "
                                   "mini-swe-agent`.")
     data = read_json(path, "a mini-swe-agent trajectory", session.notes)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import InputError
-from .session import (Builder, Call, Session, arguments_of, json_lines, read_json, slug, text_of,
+from .session import (Builder, Call, Session, arguments_of, json_lines, log_name, read_json, slug, text_of,
                       tool_use_call)
 
 # A framework whose agent writes its tool call as text (mini-swe-agent's ```bash block): the calls
@@ -28,7 +28,8 @@ def read(path: Path) -> list[Session]:
     conversations = _conversations(path, notes)
     sessions = []
     for n, (where, messages) in enumerate(conversations):
-        name = slug(path.stem if len(conversations) == 1 else f"{path.stem}-{n + 1}")
+        stem = log_name(path).stem
+        name = slug(stem if len(conversations) == 1 else f"{stem}-{n + 1}")
         session = Session(name, f"Chat messages from {path.name}{'' if len(conversations) == 1 else f' ({where})'}, "
                                 "imported with `harness import openai`.")
         session.notes += notes
@@ -38,7 +39,7 @@ def read(path: Path) -> list[Session]:
 
 def _conversations(path: Path, notes: list[str]) -> list[tuple[str, list[tuple[str, Any]]]]:
     """Each conversation of the file: a label, and its messages with where each is."""
-    if path.suffix == ".jsonl":
+    if log_name(path).suffix == ".jsonl":
         lines = json_lines(path, notes, "a JSONL file of chat messages")
         if all(isinstance(entry.get("messages"), list) for _, entry in lines):
             return [(f"{path.name}:{number}", [(f"{path.name}:{number}: messages[{i}]", m)

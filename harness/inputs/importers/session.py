@@ -14,7 +14,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Iterator
 
 from ...errors import InputError, plural
@@ -226,6 +226,12 @@ def to_scenario(session: Session, facts: dict[int, list[dict[str, Any]]]) -> dic
     return {"id": session.id, "description": session.description, "tools": list(tools.values()), "turns": turns}
 
 
+def log_name(path: Path) -> PurePath:
+    """A log's file name as it was before compression (`run.traj.gz`: `run.traj`), which names its
+    scenario and, for chat messages, says JSON or JSONL."""
+    return PurePath(path.name.removesuffix(path.suffix) if path.suffix in (".gz", ".bz2", ".xz") else path.name)
+
+
 def slug(text: str) -> str:
     """A scenario id from a file name: letters, digits, '.', '_' and '-'."""
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "session"
@@ -309,6 +315,10 @@ class Builder:
 
 MAX_LOG_BYTES = 1 << 30  # a log this big is many sessions, or tool outputs no scenario can hold: split it first
 DETECT_BYTES = 1 << 20  # how much of a file that is not UTF-8 its encoding is guessed from
+# Archived logs: read through the standard library's decompressors, the output bounded like a file.
+_COMPRESSED = [(b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz")]
+_ARCHIVES = [(b"PK\x03\x04", "a zip archive: extract the log from it first"),
+             (b"\x28\xb5\x2f\xfd", "zstandard-compressed: decompress it first (`zstd -d`)")]
 _BOMS = [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
          (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
 
@@ -324,6 +334,7 @@ def read_text(path: Path, notes: list[str]) -> str:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(path, f"cannot read it ({exc.strerror})") from None
+    raw = _decompressed(path, raw, notes)
     for mark, codec in _BOMS:
         if raw.startswith(mark):
             if codec != "utf-8":
@@ -350,6 +361,34 @@ def read_text(path: Path, notes: list[str]) -> str:
     notes.append(f"{path.name}:{line}: bytes that are not UTF-8, and no other encoding fits the file: "
                  f"{text.count(chr(0xFFFD)):,} replaced with U+FFFD")
     return text
+
+
+def _decompressed(path: Path, raw: bytes, notes: list[str]) -> bytes:
+    """A gzip, bzip2 or xz file's content (noted), at most MAX_LOG_BYTES of it; other bytes as they are.
+    An archive the standard library cannot open is refused with what to do."""
+    for mark, what in _ARCHIVES:
+        if raw.startswith(mark):
+            raise InputError(path, what)
+    for mark, codec in _COMPRESSED:
+        if raw.startswith(mark):
+            import bz2
+            import gzip
+            import io
+            import lzma
+
+            opener = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}[codec]
+            try:
+                with opener(io.BytesIO(raw), "rb") as stream:
+                    content = stream.read(MAX_LOG_BYTES + 1)
+            except (OSError, EOFError, lzma.LZMAError) as exc:
+                raise InputError(path, f"{codec}-compressed, but it cannot be decompressed ({exc}): "
+                                       "the file is cut off or damaged") from None
+            if len(content) > MAX_LOG_BYTES:
+                raise InputError(path, f"{codec}-compressed, and over the {MAX_LOG_BYTES:,} bytes a log may have "
+                                       "once decompressed: split it (one session a file)")
+            notes.append(f"{path.name}: {codec}-compressed, read decompressed ({len(content):,} bytes)")
+            return content
+    return raw
 
 
 def parse_json(text: str) -> Any:

@@ -18,13 +18,13 @@ from typing import Any
 
 from ...errors import InputError, plural
 from .derive import diff_files
-from .session import LOG_STARTS, Builder, Call, Session, read_json, slug, text_of
+from .session import LOG_STARTS, Builder, Call, Session, log_name, read_json, slug, text_of
 
 TOOL = "swe_agent"
 
 
 def read(path: Path) -> list[Session]:
-    session = Session(slug(path.name.removesuffix(".traj")),
+    session = Session(slug(log_name(path).name.removesuffix(".traj")),
                       f"SWE-agent trajectory {path.name}, imported with `harness import swe-agent`.")
     data = read_json(path, "a SWE-agent trajectory", session.notes)
     if not isinstance(data, dict) or not isinstance(data.get("trajectory", data.get("history")), list):

@@ -3,7 +3,12 @@ nested, re-encoded, hand-edited, structurally broken, empty or full of credentia
 turn up. `expected.yaml` says what importing each must do (tests/test_hostile_logs.py checks it).
 Run it to rebuild the files: `python tests/data/hostile_logs/make.py`."""
 
+import bz2
+import gzip
+import io
 import json
+import lzma
+import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -17,6 +22,11 @@ def jsonl(name: str, lines: list, encoding: str = "utf-8", newline: str = "\n") 
 
 def whole(name: str, data, encoding: str = "utf-8") -> None:
     (HERE / name).write_bytes(json.dumps(data, ensure_ascii=False, indent=1).encode(encoding))
+
+
+def compressed(name: str, plain: str, compress) -> None:
+    """`plain` (a file written above) compressed, as logs are archived; the same bytes every run."""
+    (HERE / name).write_bytes(compress((HERE / plain).read_bytes()))
 
 
 def claude(uuid: str, parent: str | None, role: str, content, **extra) -> dict:
@@ -190,6 +200,18 @@ def main() -> None:
     whole("openai-not-a-list.json", {"choices": []})
     orphan_tool = openai_messages() + [{"role": "tool", "tool_call_id": "c9", "content": "late output"}]
     whole("openai-orphan-tool.json", orphan_tool)
+
+    # Archived: compressed as a whole (read through), cut off, or in an archive (refused)
+    compressed("cc-compressed.jsonl.gz", "cc-crlf.jsonl", lambda data: gzip.compress(data, mtime=0))
+    compressed("swe-compressed.traj.xz", "swe-hand-edited.traj",
+               lambda data: lzma.compress(data.replace(b'"submitted",', b'"submitted"')))
+    compressed("openai-lines.jsonl.bz2", "openai-conversation-per-line.jsonl", bz2.compress)
+    compressed("codex-cut-off.jsonl.gz", "codex-newer-version.jsonl", lambda data: gzip.compress(data, mtime=0)[:200])
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as folder:
+        folder.writestr(zipfile.ZipInfo("rollout.jsonl", date_time=(2026, 1, 1, 0, 0, 0)),
+                        (HERE / "codex-newer-version.jsonl").read_bytes())
+    (HERE / "codex-archive.zip").write_bytes(archive.getvalue())
 
 
 if __name__ == "__main__":
