@@ -107,10 +107,10 @@ def test_credentials_survive_nowhere_the_import_or_a_run_over_it_writes(tmp_path
 def test_a_compressed_log_is_bounded_by_what_it_decompresses_to(tmp_path, monkeypatch, capsys):
     import gzip
 
-    from harness.inputs.importers import session
+    from harness.inputs.importers import logfile
 
     log = tmp_path / "bomb.jsonl.gz"
     log.write_bytes(gzip.compress(b"\n" * 5_000_000))  # a few kilobytes on disk
-    monkeypatch.setattr(session, "MAX_LOG_BYTES", 1_000_000)
+    monkeypatch.setattr(logfile, "MAX_LOG_BYTES", 1_000_000)
     assert main(["import", "claude-code", str(log), "--out", str(tmp_path / "out")]) == 1
     assert "gzip-compressed, and over the 1,000,000 bytes a log may have once decompressed" in capsys.readouterr().err

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError, plural
-from .session import Builder, Session, json_lines, log_name, slug, text_of, tool_use_call
+from .logfile import json_lines, log_name
+from .session import Builder, Session, slug, text_of, tool_use_call
 
 
 def read(path: Path) -> list[Session]:

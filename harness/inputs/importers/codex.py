@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError, plural
-from .session import Builder, Call, Session, arguments_of, json_lines, log_name, quote, slug, text_of
+from .logfile import json_lines, log_name
+from .session import Builder, Call, Session, arguments_of, quote, slug, text_of
 
 ROLLOUT_KINDS = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 # What Codex itself writes as a user message ahead of the user's words.

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ...errors import InputError
 from .openai_messages import read_messages
-from .session import Call, Session, log_name, read_json, slug
+from .logfile import log_name, read_json
+from .session import Call, Session, slug
 from .swe_agent import read_info
 
 _COMMAND = re.compile(r"```(?:mswea_bash_command|bash|sh|shell)\s*\n(.*?)\n?```", re.DOTALL)

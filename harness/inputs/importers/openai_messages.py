@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import InputError
-from .session import (Builder, Call, Session, arguments_of, json_lines, log_name, read_json, slug, text_of,
-                      tool_use_call)
+from .logfile import json_lines, log_name, read_json
+from .session import Builder, Call, Session, arguments_of, slug, text_of, tool_use_call
 
 # A framework whose agent writes its tool call as text (mini-swe-agent's ```bash block): the calls
 # in an assistant message's text; a user message after such a call is its result.

@@ -18,7 +18,8 @@ from typing import Any
 
 from ...errors import InputError, plural
 from .derive import diff_files
-from .session import LOG_STARTS, Builder, Call, Session, log_name, read_json, slug, text_of
+from .logfile import log_name, read_json
+from .session import LOG_STARTS, Builder, Call, Session, slug, text_of
 
 TOOL = "swe_agent"
 
