@@ -71,38 +71,38 @@ def draw_compaction(run_dir: Path, png: Path) -> None:
     # Heights in text lines: above, a line a fact; below, a line a folded fact, two a verbatim one.
     upper = 0.55 + 0.3 * max(3, *map(len, planted.values()))
     lower = 0.55 + 0.3 * max([len(folded)] + [2 * len(planted[turn]) for turn in range(verbatim, turns)])
-    top = upper + lower + 1.3  # the two rows, the arrow between them and the rows' titles
-    figure, axes = plt.subplots(figsize=(11, 0.7 * top + 0.4))
+    top = upper + lower + 1.7  # the two rows, the arrow between them and the rows' titles
+    figure, axes = plt.subplots(figsize=(9, 0.7 * top + 0.4))
     axes.set(xlim=(-0.2, turns + 0.2), ylim=(0, top))
     axes.axis("off")
 
     def box(x: float, y: float, width: float, height: float, face: str, text: str) -> None:
         axes.add_patch(Rectangle((x, y), width, height, facecolor=face, edgecolor="#424242"))
-        axes.text(x + width / 2, y + height - 0.12, text, ha="center", va="top", fontsize=9)
+        axes.text(x + width / 2, y + height - 0.12, text, ha="center", va="top", fontsize=10)
 
     def facts(x: float, y: float, chosen: list[dict], label) -> None:
         for row, probe in enumerate(chosen):
-            axes.text(x, y - 0.3 * row, label(probe), ha="center", va="top", fontsize=8,
+            axes.text(x, y - 0.3 * row, label(probe), ha="center", va="top", fontsize=9,
                       color=colour[probe["location"]])
 
-    axes.text(-0.1, top - 0.15, "The conversation as scripted", fontsize=10, weight="bold", va="top")
+    axes.text(-0.1, top - 0.15, "The conversation as scripted", fontsize=11, weight="bold", va="top")
     upper_y = top - 0.45 - upper
     for turn in range(turns):
         box(turn + 0.05, upper_y, 0.9, upper, "#eeeeee" if turn < verbatim else "#e3f2fd", f"turn {turn}")
         facts(turn + 0.5, upper_y + upper - 0.45, planted[turn], lambda p: p["fact"])
-    axes.add_artist(FancyArrowPatch((verbatim / 2, upper_y - 0.05), (verbatim / 2, upper_y - 0.5),
+    axes.add_artist(FancyArrowPatch((verbatim / 2, upper_y - 0.05), (verbatim / 2, upper_y - 0.55),
                                     arrowstyle="-|>", mutation_scale=14))
     axes.text(verbatim / 2 + 0.1, upper_y - 0.28, f"turns 0-{verbatim - 1} folded by the summary prompt "
-              f"({len(compactions)} compaction{'s' if len(compactions) > 1 else ''})", fontsize=9, va="center")
+              f"({len(compactions)} compaction{'s' if len(compactions) > 1 else ''})", fontsize=10, va="center")
 
-    axes.text(-0.1, lower + 0.4, "The history the probes saw", fontsize=10, weight="bold", va="top")
+    axes.text(-0.1, lower + 0.45, "The history the probes saw", fontsize=11, weight="bold", va="top")
     box(0.05, 0, verbatim - 0.1, lower, "#fff8e1", "[Conversation summary: ...]")
     facts(verbatim / 2, lower - 0.45, folded, lambda p: f"{p['fact']}  {mark[p['location']]}, probe: {p['verdict']}")
     for turn in range(verbatim, turns):
         box(turn + 0.05, 0, 0.9, lower, "#e3f2fd", f"turn {turn}")
         facts(turn + 0.5, lower - 0.45, planted[turn], lambda p: f"{p['fact']}\nprobe: {p['verdict']}")
     axes.set_title(f"{probes[0]['scenario']}: summary prompt {probes[0]['prompt']}, budget {probes[0]['budget']}, "
-                   f"{probes[0]['model'].split(':')[0]}", fontsize=10)
+                   f"{probes[0]['model'].split(':')[0]}", fontsize=11)
     figure.tight_layout()
     figure.savefig(png, dpi=110)
     plt.close(figure)
