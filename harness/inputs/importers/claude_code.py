@@ -36,7 +36,7 @@ def read(path: Path) -> list[Session]:
     def flush() -> None:
         if assistant:
             text = "\n".join(b.get("text", "") for b in assistant if b.get("type") == "text")
-            calls = [tool_use_call(b) for b in assistant if b.get("type") == "tool_use"]
+            calls = [tool_use_call(b, where, session.notes) for b in assistant if b.get("type") == "tool_use"]
             builder.assistant(text, calls, where)
             assistant.clear()
 

@@ -64,7 +64,7 @@ def _item(item: dict[str, Any], builder: Builder, where: str, left: Counter) -> 
         else:
             left[f"{role} message" if role != "user" else "Codex preamble message"] += 1
     elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
-        builder.assistant("", [_call(item)], where)
+        builder.assistant("", [_call(item, where, builder.session.notes)], where)
     elif kind in ("function_call_output", "custom_tool_call_output"):
         output, failed = _output(item.get("output"))
         builder.result(str(item.get("call_id")), output, failed, where)
@@ -74,7 +74,7 @@ def _item(item: dict[str, Any], builder: Builder, where: str, left: Counter) -> 
         left[str(kind)] += 1
 
 
-def _call(item: dict[str, Any]) -> Call:
+def _call(item: dict[str, Any], where: str, notes: list[str]) -> Call:
     kind = item.get("type")
     if kind == "local_shell_call":
         action = item.get("action") or {}
@@ -84,7 +84,8 @@ def _call(item: dict[str, Any]) -> Call:
     elif kind == "custom_tool_call":
         arguments, name = {"input": str(item.get("input", ""))}, str(item.get("name") or "custom_tool")
     else:
-        arguments, name = arguments_of(item.get("arguments")), str(item.get("name") or "function")
+        name = str(item.get("name") or "function")
+        arguments = arguments_of(item.get("arguments"), name, where, notes)
     if isinstance(arguments.get("command"), list):
         arguments["command"] = _command_line(arguments["command"])
     return Call(name, arguments, id=str(item.get("call_id") or item.get("id") or ""))

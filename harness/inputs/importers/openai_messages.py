@@ -71,7 +71,7 @@ def read_messages(messages: list[tuple[str, Any]], session: Session, source: str
             continue
         role, content = message["role"], message.get("content")
         if role == "assistant":
-            text, calls = text_of(content), _calls(message)
+            text, calls = text_of(content), _calls(message, where, session.notes)
             if text_calls and not calls:
                 waiting = calls = text_calls(text)
             builder.assistant(text, calls, where)
@@ -95,15 +95,16 @@ def read_messages(messages: list[tuple[str, Any]], session: Session, source: str
     return builder.finish()
 
 
-def _calls(message: dict[str, Any]) -> list[Call]:
+def _calls(message: dict[str, Any], where: str, notes: list[str]) -> list[Call]:
     """An assistant message's tool calls, in any of the shapes the module docstring lists."""
     raw = list(message.get("tool_calls") or [])
     if isinstance(message.get("function_call"), dict):
         raw.append({"id": f"function-{id(message)}", "function": message["function_call"]})
-    calls = [tool_use_call(b) for b in message.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
+    calls = [tool_use_call(b, where, notes) for b in message.get("content") or []
+             if isinstance(b, dict) and b.get("type") == "tool_use"]
     for call in raw:
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
-            calls.append(Call(str(function.get("name") or "tool"), arguments_of(function.get("arguments")),
-                              id=call.get("id")))
+            name = str(function.get("name") or "tool")
+            calls.append(Call(name, arguments_of(function.get("arguments"), name, where, notes), id=call.get("id")))
     return calls

@@ -105,20 +105,26 @@ def text_of(value: Any) -> str:
     return ""
 
 
-def arguments_of(raw: Any) -> dict[str, Any]:
-    """A tool call's arguments as logged (a JSON string, or already an object) as an object; what
-    is not one is kept whole under `arguments`."""
+def arguments_of(raw: Any, name: str, where: str, notes: list[str]) -> dict[str, Any]:
+    """A tool call's arguments as logged (a JSON string, or already an object) as an object. What is
+    not one (JSON that does not parse, a list, a bare string) is kept whole under `arguments`, and said."""
+    if raw is None or raw == "":
+        return {}
     try:
         arguments = json.loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError:
-        return {"arguments": raw}
-    return arguments if isinstance(arguments, dict) else {"arguments": arguments}
+        arguments = raw
+    if isinstance(arguments, dict):
+        return arguments
+    notes.append(f"{where}: the {name} call's arguments are not a JSON object ({type(arguments).__name__}): "
+                 "kept whole as `arguments`")
+    return {"arguments": arguments}
 
 
-def tool_use_call(block: dict[str, Any]) -> Call:
+def tool_use_call(block: dict[str, Any], where: str, notes: list[str]) -> Call:
     """A Messages API `tool_use` block as a call."""
-    return Call(str(block.get("name", "tool")), block.get("input") if isinstance(block.get("input"), dict) else {},
-                id=block.get("id"))
+    name = str(block.get("name", "tool"))
+    return Call(name, arguments_of(block.get("input"), name, where, notes), id=block.get("id"))
 
 
 @dataclass

@@ -165,6 +165,9 @@ def main() -> None:
     jsonl("cc-no-tool-call.jsonl", [claude("u1", None, "user", TASK),
                                     claude("a1", "u1", "assistant", [{"type": "text", "text": "Which total?"}])])
     jsonl("cc-credentials.jsonl", claude_session("\n".join(text for text, _ in CREDENTIALS.values())))
+    bare_input = claude_session()
+    bare_input[3]["message"]["content"][0]["input"] = "billing/invoice.py: a / b -> a / b if b else 0"
+    jsonl("cc-input-not-object.jsonl", bare_input)
 
     # Codex CLI
     jsonl("codex-empty-compaction.jsonl", codex_session({"message": ""}))
@@ -175,6 +178,9 @@ def main() -> None:
     jsonl("codex-newer-version.jsonl", codex_session() + [
         codex_line("response_item", {"type": "web_search_call", "action": {"query": "x"}}),
         codex_line("ghost_snapshot", {"commit": "abc"})])
+    bare_arguments = codex_session()
+    bare_arguments[2]["payload"]["arguments"] = "pytest -x"  # a hand-written or truncated call: not JSON
+    jsonl("codex-arguments-not-json.jsonl", bare_arguments)
     jsonl("codex-no-user.jsonl", [codex_line("session_meta", {"id": "x"}),
                                   codex_line("response_item", {"type": "message", "role": "user", "content": [
                                       {"type": "input_text", "text": "<environment_context>\n</environment_context>"}]})])
@@ -200,6 +206,9 @@ def main() -> None:
     whole("openai-not-a-list.json", {"choices": []})
     orphan_tool = openai_messages() + [{"role": "tool", "tool_call_id": "c9", "content": "late output"}]
     whole("openai-orphan-tool.json", orphan_tool)
+    listed = openai_messages()
+    listed[2]["tool_calls"][0]["function"]["arguments"] = '["pytest", "-x"]'  # JSON, but not an object
+    whole("openai-arguments-not-object.json", listed)
 
     # Archived: compressed as a whole (read through), cut off, or in an archive (refused)
     compressed("cc-compressed.jsonl.gz", "cc-crlf.jsonl", lambda data: gzip.compress(data, mtime=0))
