@@ -3,6 +3,8 @@ agent's (twice: the noise floor) and the log's; agreement, floor and drop on cra
 action keys on real tool_use inputs of each log format."""
 
 import json
+from collections import Counter
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import anthropic
@@ -12,6 +14,7 @@ import pytest
 import yaml
 
 from fakes import FakeClient
+from loopback import Loopback
 from harness.analysis.compare import floor_drop
 from harness.cli import main
 from harness.compaction.seed import SUMMARY_PREFIX
@@ -97,14 +100,15 @@ def scripted(request: dict):
     return call("Read", file_path=f"exporter/s{turn}.py")  # the log's own step, everywhere
 
 
-def test_agreement_floor_and_the_log_at_each_cut_on_crafted_steps(tmp_path, monkeypatch, capsys):
-    steps_scenario(tmp_path / "s.yaml")
-    (tmp_path / "e.yaml").write_text(f"name: na\nscenarios: [s.yaml]\nbudgets: [300]\ncut: steps\nkeep_recent: 1\n"
-                                     f"prompts: ['{SEED}']\nstrategies: [summary]\nprobes: false\nnext_action: true\n")
-    fake = FakeClient(scripted)
-    monkeypatch.setattr("harness.execution.executors.open_for", lambda ev, *_, **__: fake)
-    assert main(["run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
-    run_dir = next((tmp_path / "r" / "runs").iterdir())
+def crafted_eval(folder: Path) -> Path:
+    steps_scenario(folder / "s.yaml")
+    (folder / "e.yaml").write_text(f"name: na\nscenarios: [s.yaml]\nbudgets: [300]\ncut: steps\nkeep_recent: 1\n"
+                                   f"prompts: ['{SEED}']\nstrategies: [summary]\nprobes: false\nnext_action: true\n")
+    return folder / "e.yaml"
+
+
+def assert_the_crafted_cuts(results: Path) -> None:
+    run_dir = next((results / "runs").iterdir())
     rows = {r["before_turn"]: r for r in read_jsonl(run_dir / "actions.jsonl")}
     assert set(rows) >= {2, 3, 4, 5, 6}
     assert (rows[2]["exact"], rows[2]["floor"], rows[2]["matches_log"], rows[2]["compacted"]) == (
@@ -115,6 +119,13 @@ def test_agreement_floor_and_the_log_at_each_cut_on_crafted_steps(tmp_path, monk
     assert rows[4]["ceiling_error"].startswith("context window exceeded")
     assert (rows[5]["compacted"], rows[5]["ceiling"], rows[5]["exact"]) == (actions.NO_TOOL, "Bash: pytest exporter", False)
     assert rows[6]["exact"] is True and rows[6]["log"] == "Read: exporter/s6.py"
+
+
+def test_agreement_floor_and_the_log_at_each_cut_on_crafted_steps(tmp_path, monkeypatch, capsys):
+    fake = FakeClient(scripted)
+    monkeypatch.setattr("harness.execution.executors.open_for", lambda ev, *_, **__: fake)
+    assert main(["run", str(crafted_eval(tmp_path)), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    assert_the_crafted_cuts(tmp_path / "r")
     # Each next-step request carried the scenario's tools; no tool was run for them.
     asked = [r for r in fake.requests if "tools" in r]
     assert asked and all({t["name"] for t in r["tools"]} == {"Read", "Bash"} for r in asked)
@@ -122,6 +133,49 @@ def test_agreement_floor_and_the_log_at_each_cut_on_crafted_steps(tmp_path, monk
     table = out.split("Next-action fidelity")[1]
     assert "summary: seed" in table and "context window exceeded" in table
     assert "Where the compacted agent went instead" in out
+
+
+class ScriptedMessages(BaseHTTPRequestHandler):
+    """A Messages API server answering from `scripted`: a request it has seen before is the next
+    sample of it, as a sampling server would draw one; an error becomes the API's error reply."""
+
+    seen: Counter = Counter()
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path.startswith("/v1/messages/count_tokens"):
+            return self.reply(200, {"input_tokens": len(body) // 4})
+        request, self.seen[body] = json.loads(body), self.seen[body] + 1
+        if self.seen[body] > 1:
+            request["sample"] = self.seen[body] - 1
+        try:
+            content = scripted(request)
+        except anthropic.BadRequestError as exc:
+            return self.reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": exc.message}})
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        self.reply(200, {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": blocks,
+                         "stop_reason": "tool_use" if blocks[0]["type"] == "tool_use" else "end_turn",
+                         "stop_sequence": None, "usage": {"input_tokens": len(body) // 4, "output_tokens": 9}})
+
+    def reply(self, status: int, data: dict) -> None:
+        payload = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def test_the_crafted_cuts_through_the_sdk_against_a_scripted_messages_server(tmp_path):
+    """The same cuts over HTTP: the anthropic SDK of a remote model, a server answering from a script."""
+    ScriptedMessages.seen = Counter()
+    with Loopback(ScriptedMessages) as server:
+        assert main(["run", str(crafted_eval(tmp_path)), "--base-url", server.url, "--model", "m",
+                     "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    assert_the_crafted_cuts(tmp_path / "r")
 
 
 def test_the_drop_from_the_floor_is_paired_over_scenarios_on_crafted_cuts():
