@@ -385,11 +385,41 @@ def test_generated_coding_sessions_are_long_seeded_and_probe_every_kind(tmp_path
     again = generate_coding(CodingOptions(scenarios=2, steps=30, seed=3), tmp_path / "b")
     assert [p.read_text() for p in first] == [p.read_text() for p in again]
     scenario = load_scenario(first[0])
-    assert sum(not t.continues for t in scenario.turns) == 1 and len(calls(scenario)) == 30
-    assert sum(len(t.text()) for t in scenario.turns) > 20_000 and pairs_intact(scenario)
+    # The request, then a user message mid-session that changes a constraint.
+    assert sum(not t.continues for t in scenario.turns) == 2 and len(calls(scenario)) == 30
+    assert sum(len(t.text()) for t in scenario.turns) > 10_000 and pairs_intact(scenario)
     kinds = Counter(f.kind for f in facts(scenario).values())
-    assert {"recall", "artifact", "continuation", "decision", "constraint"} <= set(kinds)
-    assert len(facts(scenario)["files-changed"].items) >= 3
+    assert {"recall", "artifact", "continuation", "decision", "constraint", "plan", "identifier"} <= set(kinds)
+    assert len(facts(scenario)["files-changed"].items) >= 2
     assert first[0].read_text() != first[1].read_text()
-    with pytest.raises(ValueError, match="at least 12 tool steps"):
+    with pytest.raises(ValueError, match="at least 25 tool steps"):
         generate_coding(CodingOptions(steps=5), tmp_path / "c")
+
+
+def test_generated_sessions_vary_as_real_ones_do(tmp_path):
+    """Six kinds of work in three toolchains, every pair once in 18 sessions; each with an edit refused
+    and retried, a failed command, identifiers of several kinds read in output and reused, a plan whose
+    items finish one by one, and a constraint changed mid-session (the earlier one stale)."""
+    paths = generate_coding(CodingOptions(scenarios=18, steps=25, file_chars=300, seed=4), tmp_path)
+    described = [load_scenario(p).description for p in paths]
+    pairs = {re.search(r"\): (\S+) in (\S+);", d).groups() for d in described}
+    assert len(pairs) == 18 and {t for _, t in pairs} == {"python", "typescript", "go"}
+    errors = Counter()
+    for path in paths:
+        scenario = load_scenario(path)
+        made = calls(scenario)
+        assert any(c.tool == "Edit" and c.is_error and "String to replace not found" in c.result for c in made)
+        assert any(c.tool == "Bash" and c.is_error and c.input["command"] == "make lint" for c in made)
+        found = {p.fact_id.rsplit("-", 1)[0] for p in probes(scenario) if p.kind == "identifier"}
+        assert {"reused-commit-hash", "reused-environment-variable", "reused-port"} <= found
+        # The ticket id is an identifier where the agent read it (git log), not where the user typed it.
+        assert ("reused-id" in found) == ("ticket #" not in scenario.turns[0].user)
+        plan = next(p for p in probes(scenario) if p.kind == "plan")
+        assert [len(v.done) for _, v in plan.values] == [1, 2, 3, 4]  # finished one by one
+        changed = next(p for p in probes(scenario) if p.fact_id == "constraint-1")
+        assert len(changed.values) == 2 and changed.target.stale[0].answer.endswith("_schema" + Path(
+            changed.target.stale[0].answer).suffix) and "_generated" in changed.target.expected.answer
+        assert changed.constraint
+        errors[next(p for p in probes(scenario) if p.fact_id == "first-error").target.expected.answer.split(":")[0]] += 1
+        assert "first-failures" in facts(scenario)  # pytest's, Jest's and gotestsum's summaries are read
+    assert "runtime error" in errors and len(errors) >= 5  # Go's panics read as errors, not as their test's name

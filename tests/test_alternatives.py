@@ -220,7 +220,7 @@ def test_automatic_compaction_fires_at_its_trigger(tmp_path):
     from harness.inputs.generators.coding import Options, session
     from harness.inputs.importers.session import to_scenario
 
-    log, _ = session(Options(steps=30, file_chars=14_000, seed=5), 0)  # about 70,000 tokens by the fake's count
+    log, _ = session(Options(steps=30, file_chars=40_000, seed=5), 0)  # about 70,000 tokens by the fake's count
     scenario = to_scenario(log, {0: [{"id": "task", "kind": "recall", "answer": log.exchanges[0].user.split(";")[0],
                                       "match": "f1", "probe": "What task did I give you?"}]})
     code, server, run_dir = run_on_server(tmp_path, ["anthropic-auto-compact"], probes=False, unit="tokens",

@@ -42,7 +42,7 @@ def summariser(request):
 def test_steps_mode_compacts_at_the_budget_and_never_splits_a_tool_pair(steps, file_chars, seed, share, keep, chunk):
     log, _ = session(CodingOptions(steps=steps, file_chars=file_chars, seed=seed), 0)
     scenario = Scenario.model_validate(to_scenario(log, {}))
-    assert sum(not t.continues for t in scenario.turns) == 1 and len(scenario.turns) == steps
+    assert sum(not t.continues for t in scenario.turns) == 2 and len(scenario.turns) == steps  # a message mid-session
     budget = int(share * history_size(scenario.scripted_history()))
     agent = Agent(FakeClient(summariser), context_limit=budget, output_stream=io.StringIO(),
                   settings=CompactionSettings(cut="steps", keep_recent=keep, max_transcript_chars=chunk,

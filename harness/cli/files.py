@@ -163,11 +163,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         from ..inputs.generators.coding import Options as CodingOptions, generate as generate_coding
 
         try:
-            paths = generate_coding(CodingOptions(args.scenarios, args.steps, seed=args.seed), args.out)
+            paths = generate_coding(CodingOptions(scenarios=args.scenarios, steps=args.steps, file_chars=args.file_chars,
+                                                  seed=args.seed), args.out)
         except ValueError as exc:
             raise InputError("harness generate", str(exc)) from None
         print(f"wrote {plural(len(paths), 'coding session')} of {plural(args.steps, 'tool step')} to {args.out} "
-              f"(seed {args.seed})")
+              f"(seed {args.seed}; six kinds of work in three toolchains, in turn)")
         return EXIT_OK
     from ..inputs.generators.chat import Options, generate, parse_filler
 
@@ -260,6 +261,8 @@ def register(commands) -> None:
     generate.add_argument("--kind", choices=["chat", "coding"], default="chat", help="what to generate (default chat)")
     generate.add_argument("--scenarios", type=int, default=20, help="how many scenarios (default 20)")
     generate.add_argument("--steps", type=int, default=30, help="coding: tool steps per session (default 30)")
+    generate.add_argument("--file-chars", type=int, default=900,
+                          help="coding: characters of each source file the agent reads (default 900)")
     generate.add_argument("--from", dest="source", type=Path, metavar="FILE",
                           help="a scenario (an imported session, say) to write variants of")
     generate.add_argument("--variants", type=int, default=5, help="with --from: how many variants (default 5)")

@@ -1,14 +1,22 @@
 """Synthetic coding-agent sessions (`harness generate --kind coding`): one request and N tool steps,
-the shape of the sessions compaction loses most in. The agent runs a test that fails, reads files,
-searches, states a decision between two approaches, edits, reruns, and reads on; every path,
-function, test name and error message is drawn from a seed, so nothing is guessable and the same
-seed gives the same files.
+the shape of the sessions compaction loses most in, varied as real ones are: six kinds of work (a
+failing test, a feature built from a plan, a refactor, a dependency upgrade, a flaky test, a
+migration; `toolchains.ARCHETYPES`) in three toolchains (Python/pytest, TypeScript/npm/Jest, Go),
+with their real output shapes: tracebacks, test summaries, install logs, lint output, diffs, search
+hits. Every path, function, value and message is drawn from a seed, so nothing is guessable and the
+same seed gives the same files.
+
+Each session holds what compaction is known to lose: the task; the first error; a plan written with
+TodoWrite whose items finish one by one; files changed and commands run; an edit refused and retried;
+a command that failed and would fail again if rerun unchanged; identifiers read in output and typed
+again (a commit hash, a ticket id, an environment variable, a port); the user's constraints, one of
+them changed by a message mid-session (the later one stands, the earlier is stale); a decision
+between two approaches. All of it is planted in the first half of the session, so a compaction late
+in it folds something of every kind.
 
 A session is built as an imported log is (`importers.session.Session`) and its facts are derived
-the same way (`importers.derive`): the task, the first error, the failure count, the files changed,
-the commands run, the plan (written with TodoWrite, updated as items finish), what the agent did next
-at points through it, the user's prohibition. The one fact a log states only in words, the decision,
-is planted where the agent states it.
+the same way (`importers.derive`); the one fact a log states only in words, the decision, is planted
+where the agent states it.
 """
 
 from __future__ import annotations
@@ -20,11 +28,10 @@ from pathlib import Path
 from ..importers.derive import derive, turn_text
 from ..importers.session import Call, Exchange, Session, Step, layout, to_scenario
 from ..writer import write_scenarios
+from .toolchains import ARCHETYPES, TOOLCHAINS, Failure
 
 CONSONANTS, VOWELS = "bdfgklmnprstvz", "aeiou"
-ERRORS = ("KeyError", "ValueError", "TypeError", "AttributeError", "LookupError", "RuntimeError")
-APPROACHES = (("cache the {x} lookup", "retry the {x} request"), ("validate {x} at the boundary", "patch {x} at the call site"),
-              ("split {x} into two passes", "rewrite {x} as one query"), ("pin the {x} version", "vendor the {x} module"))
+MIN_STEPS = 25  # the steps every kind of fact needs; longer sessions read and search more
 
 
 def pronounceable(rng: random.Random, syllables: int = 3) -> str:
@@ -40,92 +47,132 @@ class Options:
     seed: int = 0
 
 
-def _source(rng: random.Random, names: list[str], chars: int) -> str:
-    """A plausible Python file of about `chars` characters that mentions the given names."""
-    lines, n = ["import logging", ""], 0
-    while sum(map(len, lines)) < chars:
-        name = names[n % len(names)] if n < len(names) else pronounceable(rng, 2) + "_" + pronounceable(rng, 2)
-        lines += [f"def {name}(record, limit={rng.randint(2, 99)}):",
-                  f"    value = record.get('{pronounceable(rng, 2)}')",
-                  f"    if value is None or len(value) > limit:",
-                  f"        return {rng.randint(0, 9)}",
-                  f"    return value", ""]
-        n += 1
-    return "\n".join(lines)
+def kind_of(index: int) -> tuple[str, str]:
+    """Session `index`'s archetype and toolchain: every pair once in 18 sessions."""
+    archetype = ARCHETYPES[index % len(ARCHETYPES)]
+    return archetype.name, list(TOOLCHAINS)[(index + index // len(ARCHETYPES)) % len(TOOLCHAINS)]
 
 
 def session(options: Options, index: int) -> tuple[Session, dict]:
     """One session, and its decision fact (planted in the turn whose text states it)."""
     rng = random.Random(f"coding-{options.seed}-{index}")
-    package = pronounceable(rng)
-    modules = [f"{package}/{pronounceable(rng)}.py" for _ in range(5)]
-    test_file = f"tests/test_{pronounceable(rng)}.py"
-    protected = f"{package}/{pronounceable(rng)}_schema.py"
-    broken = f"{pronounceable(rng, 2)}_{pronounceable(rng, 2)}"
-    test_name = f"test_{broken}_{pronounceable(rng, 2)}"
-    error = rng.choice(ERRORS)
-    message = f"'{pronounceable(rng, 2)}_{pronounceable(rng, 2)}' missing from {broken} result"
-    failed, passed = rng.randint(2, 9), rng.randint(20, 80)
-    first, second = rng.choice(APPROACHES)
-    subject = pronounceable(rng, 2)
-    chosen, other = first.format(x=subject), second.format(x=subject)
-    if rng.random() < 0.5:
-        chosen, other = other, chosen
-    request = (f"{test_file} started failing after the last merge; find out why and fix it. "
-               f"Don't edit {protected}, another team owns it.")
-    traceback = (f"{test_file}::{test_name} FAILED\nTraceback (most recent call last):\n"
-                 f"  File \"{modules[0]}\", line {rng.randint(10, 90)}, in {broken}\n{error}: {message}\n"
-                 f"=== {failed} failed, {passed} passed in 0.{rng.randint(10, 99)}s ===")
-    steps = [Step("I'll reproduce the failure first.",
-                  [Call("Bash", {"command": f"pytest {test_file} -x"}, traceback, is_error=True)])]
-    edited: list[str] = []
-    decision_step = options.steps // 3
-    plan = [f"Reproduce the {test_name} failure", f"Find why {broken} drops its result",
-            f"Fix {broken} in {modules[0]}", f"Rerun {test_file}"]
+    archetype_name, chain_name = kind_of(index)
+    archetype = next(a for a in ARCHETYPES if a.name == archetype_name)
+    chain = TOOLCHAINS[chain_name]
 
-    def todo(finished: int) -> Step:  # the agent's plan as Claude Code's TodoWrite writes it
+    def word() -> str:
+        return pronounceable(rng, 2)
+
+    def ident() -> str:  # a function name in the toolchain's style
+        return f"{word()}_{word()}" if chain.name == "python" else f"{word()}{word().capitalize()}"
+    package = pronounceable(rng)
+    folder = f"src/{package}" if chain.name == "typescript" else package
+    modules = [f"{folder}/{pronounceable(rng)}{chain.extension}" for _ in range(5)]
+    test = chain.test_path(folder, pronounceable(rng))
+    function, renamed, case = ident(), ident(), f"test_{word()}_{word()}" if chain.name == "python" else \
+        f"Test{word().capitalize()}{word().capitalize()}"
+    protected, generated = f"{folder}/{word()}_schema{chain.extension}", f"{folder}/{word()}_generated{chain.extension}"
+    hashes = [f"{rng.getrandbits(28):07x}" for _ in range(6)]
+    culprit, ticket = rng.choice(hashes[:3]), str(rng.randint(1000, 9899))
+    variable, port = f"{package.upper()}_{rng.choice(['TIMEOUT_MS', 'CACHE_DIR', 'REGION', 'POOL_SIZE'])}", rng.randint(3000, 9899)
+    major = rng.randint(1, 4)
+    dependency, old, new = pronounceable(rng, 2), f"{major}.{rng.randint(0, 9)}.{rng.randint(0, 9)}", \
+        f"{major + 1}.{rng.randint(0, 9)}.{rng.randint(0, 9)}"
+    values = dict(test=test, case=case, function=function, renamed=renamed, module=modules[0], package=package,
+                  dependency=dependency, old=old, new=new, ticket=ticket, flag=f"{word()}-{word()}",
+                  config=f"config/{word()}.yaml", version=str(rng.randint(3, 9)))
+    plan = [item.format(**values) for item in archetype.plan]
+    first, second = (approach.format(x=word()) for approach in archetype.approaches)
+    chosen, other = (first, second) if rng.random() < 0.5 else (second, first)
+    failure = Failure(test, case, modules[0], function, rng.choice(chain.errors),
+                      f"'{word()}_{word()}' missing from {function} result", rng.randint(2, 9), rng.randint(20, 80))
+    request = (f"{archetype.request.format(**values)} Don't edit {protected}, another team owns it. "
+               "Don't use grep; use rg instead.")
+    run_tests = chain.test_command(test)
+
+    def call(tool: str, result: str, error: bool = False, **arguments) -> Call:
+        return Call(tool, arguments, result, is_error=error)
+
+    def bash(command: str, result: str, error: bool = False) -> Step:
+        return Step(None, [call("Bash", result, error, command=command)])
+
+    def read(path: str, names: list[str] = ()) -> Step:
+        return Step(None, [call("Read", chain.source(rng, list(names), options.file_chars, word), file_path=path)])
+
+    def todo(finished: int) -> Step:  # the plan as Claude Code's TodoWrite writes it
         todos = [{"content": item, "status": "completed" if i < finished else "in_progress" if i == finished
                   else "pending", "activeForm": item} for i, item in enumerate(plan)]
-        return Step(None, [Call("TodoWrite", {"todos": todos}, "Todos have been modified successfully.")])
-    for n in range(1, options.steps):
-        path = modules[n % len(modules)]
-        if n in (1, decision_step - 1, decision_step + 5):
-            steps.append(todo({1: 1, decision_step - 1: 2, decision_step + 5: 3}[n]))
-        elif n == decision_step:
-            text = (f"There are two ways to fix this: {chosen}, or {other}. I'll {chosen}, "
-                    f"because the other would hide the error in {path}.")
-            steps.append(Step(text, [Call("Read", {"file_path": path}, _source(rng, [broken], options.file_chars))]))
-        elif n == decision_step + 4:
-            steps.append(Step("Rerunning the test.", [Call("Bash", {"command": f"pytest {test_file} -x -q"},
-                                                           f"=== {failed + passed} passed in 0.51s ===")]))
-        elif n in (decision_step + 1, decision_step + 3) or (n > decision_step and n % 7 == 0):
-            target = path if n != decision_step + 3 else f"{package}/{pronounceable(rng)}_fix.py"
-            edited.append(target)
-            tool = "Edit" if n != decision_step + 3 else "Write"
-            steps.append(Step(None, [Call(tool, {"file_path": target, "old_string": f"limit={n}",
-                                                 "new_string": f"limit={n + 1}"},
-                                          f"The file {target} has been updated.")]))
-        elif n % 5 == 0:
-            word = pronounceable(rng, 2)
-            hits = "\n".join(f"{m}:{rng.randint(1, 200)}:    {word} = record.get('{word}')" for m in modules[:3])
-            steps.append(Step(None, [Call("Bash", {"command": f"grep -rn {word} {package}/"}, hits)]))
-        else:
-            steps.append(Step(None, [Call("Read", {"file_path": path}, _source(rng, [], options.file_chars))]))
-    final = f"Fixed: {test_name} passes again; I changed {', '.join(dict.fromkeys(edited))}."
+        return Step(None, [call("TodoWrite", "Todos have been modified successfully.", todos=todos)])
+
+    def search(symbol: str) -> Step:
+        hits = "\n".join(f"{m}:{rng.randint(1, 200)}:    {symbol}(record)" for m in rng.sample(modules, 3))
+        return bash(f"rg -n {symbol} {folder}/", hits)
+
+    def edit(path: str, before: str, after: str, refused: bool = False) -> Step:
+        result = (f"<tool_use_error>String to replace not found in file.\nString: {before}</tool_use_error>" if refused
+                  else f"The file {path} has been updated.")
+        return Step(None, [call("Edit", result, refused, file_path=path, old_string=before, new_string=after)])
+    log_lines = "\n".join(f"{h} {word().capitalize()} {word()} {word()}" + (f" (ticket #{ticket})" if h == culprit else "")
+                          for h in hashes)
+    install = "\n".join(f"{chain.install.split()[0]}: fetched {word()}-{rng.randint(1, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}"
+                        for _ in range(max(8, options.file_chars // 60)))
+    decision = Step(f"There are two ways to fix this: {chosen}, or {other}. I'll {chosen}, because the other would "
+                    f"hide the error in {modules[0]}.", read(modules[2]).calls)
+    before = [
+        bash(run_tests, chain.failure(failure, rng), error=True),
+        todo(1),
+        bash(f"git log --oneline -6 -- {modules[0]}", log_lines),
+        read(modules[0], [function]),
+        search(function),
+        bash(chain.install, install),
+        bash(f"git show {culprit} --stat", f"commit {culprit}\n {modules[0]} | {rng.randint(2, 40)} "
+                                           f"{'+' * rng.randint(1, 9)}{'-' * rng.randint(1, 9)}\n 1 file changed"),
+        bash("cat .env.example", f"{variable}={rng.randint(10, 900)}\n{package.upper()}_LOG_LEVEL=info"),
+        bash(chain.serve.format(package=package), f"Listening on http://127.0.0.1:{port} (pid {rng.randint(2000, 60000)})"),
+        decision,
+        edit(modules[0], f"limit={rng.randint(2, 9)}", "limit=None", refused=True),
+        read(modules[0], [function]),
+        edit(modules[0], "return record[key]", "return record.get(key)"),
+        todo(2),
+    ]
+    after = [
+        read(protected),
+        bash(f"{variable}=1 {run_tests}", chain.failure(failure, rng), error=True),
+        edit(protected, f"version = {rng.randint(1, 3)}", f"version = {rng.randint(4, 9)}"),
+        todo(3),
+        bash("make lint", "make: *** No rule to make target 'lint'.  Stop.", error=True),  # fails however often rerun
+        bash(chain.linter, "All checks passed!"),
+    ]
+    # Longer sessions read and search more, after the user's message: a compaction late in the
+    # session then folds that message and the steps after it (the changed constraint, the plan's
+    # third item) as well as everything before.
+    for n in range(options.steps - len(before) - len(after) - 5):
+        after.append(read(modules[1 + n % 4]) if n % 3 else search(ident()))
+    after += [
+        bash(f"curl -s http://127.0.0.1:{port}/healthz", '{"status": "ok"}'),
+        bash("git diff --stat", f" {modules[0]} | 2 +-\n {protected} | 2 +-\n 2 files changed"),
+        bash(f"{variable}=1 {run_tests}", chain.passing(test, failure.failed + failure.passed)),
+        todo(4),
+        bash(f"git commit -am 'Fix {function} (ticket #{ticket})'", f"[main {rng.getrandbits(28):07x}] Fix {function}"),
+    ]
+    message = (f"Update from the team: {protected} is ours now, so you may edit it if the fix needs it. "
+               f"Instead, don't edit {generated}: it is generated from the schema.")
+    final = f"Done: {test} passes again; I changed {modules[0]} and {protected}."
     log = Session(f"coding-{options.seed}-{index:03d}",
                   f"Synthetic coding session (harness generate --kind coding, seed {options.seed}, {options.steps} "
-                  "tool steps): one request, a failing test, a decision between two approaches, edits and reruns.",
-                  [Exchange(request, steps, final)])
-    turn = next(t for t, where in enumerate(layout(log)) if where.step is steps[decision_step])
+                  f"tool steps): {archetype.name} in {chain.name}; a plan, a refused edit, a failed command, "
+                  "identifiers reused, a constraint changed mid-session, a decision between two approaches.",
+                  [Exchange(request, before, "Carrying on with the plan."), Exchange(message, after, final)])
+    turn = next(t for t, where in enumerate(layout(log)) if where.step is decision)
     assert chosen in turn_text(log, layout(log)[turn])
-    decision = {"id": "decision", "kind": "decision", "answer": chosen, "match": "f1", "f1_threshold": 0.6,
-                "probe": "Of the two approaches to the fix you weighed, which one did you decide on?", "_turn": turn}
-    return log, decision
+    fact = {"id": "decision", "kind": "decision", "answer": chosen, "match": "f1", "f1_threshold": 0.6,
+            "probe": "Of the two approaches to the fix you weighed, which one did you decide on?", "_turn": turn}
+    return log, fact
 
 
 def generate(options: Options, out: Path) -> list[Path]:
-    if options.steps < 12:
-        raise ValueError(f"--steps {options.steps}: a coding session needs at least 12 tool steps")
+    if options.steps < MIN_STEPS:
+        raise ValueError(f"--steps {options.steps}: a coding session needs at least {MIN_STEPS} tool steps")
     data = []
     for index in range(options.scenarios):
         log, decision = session(options, index)

@@ -21,6 +21,7 @@ that was redacted never becomes a fact, and no fact is planted that would not va
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from ...messages import strings_in
@@ -39,8 +40,12 @@ _WRITES = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s+([\w./-]+\.\w+)|\b(?:sed\s+-i\S
                      r"(?:'[^']*'\s+|\"[^\"]*\"\s+)?([\w./-]+\.\w+)")
 _EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Failure|Warning))(?::\s*(.+))?\s*$",
                         re.MULTILINE)
-_ERROR_LINE = re.compile(r"^\s*(?:E\s+)?(?:error|fatal|ERROR|FATAL|Error)(?:\[\w+\])?:\s*(.{4,})$", re.MULTILINE)
-_TEST_SUMMARY = re.compile(r"=+ (.*?\b\d+ (?:passed|failed)\b.*?) in [\d.]+s")
+_ERROR_LINE = re.compile(r"^\s*(?:E\s+)?(?:error|fatal|panic|ERROR|FATAL|Error)(?:\[\w+\])?:\s*(.{4,}?)"
+                         r"(?:\s+\[recovered\])?$", re.MULTILINE)  # Go marks a panic a test recovered
+# A test run's summary line: pytest's, Jest's ("Tests:  3 failed, 41 passed, 44 total") and gotestsum's
+# ("DONE 45 tests, 3 failures in 1.2s"); the group holds the failure count.
+_TEST_SUMMARY = re.compile(r"=+ .*?\b(\d+) failed\b.*? in [\d.]+s|^Tests:\s+(\d+) failed\b.*$"
+                           r"|^DONE \d+ tests?(?:, \d+ skipped)?, (\d+) failures?\b.*$", re.MULTILINE)
 _PROHIBITION = re.compile(r"\b(?:don'?t|do not|never|must not|mustn'?t|avoid)\s+(?:(?:ever|just|simply|really|"
                           r"actually|try to|attempt to)\s+)*(\w+)\s+((?:[^.!?;:,\n]|\.(?=\w)){3,80})", re.IGNORECASE)
 _NOT_AN_OBJECT = re.compile(r"^(?:it|this|that|them|these|those|so|anything|any|yourself|me|you)\b", re.IGNORECASE)
@@ -74,7 +79,7 @@ def derive(session: Session, every: int = 4) -> dict[int, list[dict[str, Any]]]:
     _plan(turns, texts, plant, facts)
     _identifiers(turns, texts, plant)
     _continuations(turns, texts, plant, every)
-    _constraints(session, turns, plant)
+    _constraints(session, turns, plant, facts)
     return facts
 
 
@@ -161,8 +166,8 @@ def _tests(turns: list[TurnOf], texts: list[str], plant) -> None:
     """How many tests failed the first time a test run printed failures (an early value, easy to lose)."""
     for t, call in _calls(turns):
         summary = _TEST_SUMMARY.search(call.result or "")
-        failed = summary and re.search(r"(\d+) failed", summary[1])
-        if failed and plant(t, {"id": "first-failures", "kind": "recall", "answer": failed[1],
+        failed = summary and next(count for count in summary.groups() if count)
+        if failed and plant(t, {"id": "first-failures", "kind": "recall", "answer": failed,
                                 "probe": "How many tests failed the first time your test run reported failures?"},
                             where=summary[0]):
             return
@@ -173,7 +178,7 @@ def diff_files(diff: str) -> list[str]:
     return list(dict.fromkeys(a or b for a, b in _DIFF_FILE.findall(diff)))
 
 
-def _written_files(call) -> list[str]:
+def written_files(call) -> list[str]:
     """The files a tool call created, changed or removed, as it names them."""
     name = call.tool.lower()
     found = []
@@ -213,7 +218,7 @@ def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -
         first_line = _first_line(_command(call).strip())
         if call.tool == "swe_agent" and first_line.split()[:1] in (["open"], ["create"]):
             open_file = first_line.split()[1] if len(first_line.split()) > 1 else open_file
-        written = _written_files(call)
+        written = written_files(call)
         if call.tool == "swe_agent" and first_line.startswith("edit") and open_file:
             written.append(open_file)
         # A shell command that failed may still have written its redirections; an edit tool's refusal did not.
@@ -292,12 +297,14 @@ IDENTIFIERS = [
     ("UUID", re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)),
     ("URL", re.compile(r"\bhttps?://[^\s'\"<>)\]]{4,}")),
     ("commit hash", re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")),
-    ("version", re.compile(r"\bv?\d+\.\d+\.\d+(?:[-+.][\w.]+)?\b")),
+    ("version", re.compile(r"(?<![\w.])v?(?!\d{1,3}(?:\.\d{1,3}){3}\b)\d+\.\d+\.\d+(?:[-+.][\w.]+)?\b")),  # no IP
     ("port", re.compile(r"(?:\blocalhost|\b127\.0\.0\.1|\bport)[: ]\s*(\d{2,5})\b", re.IGNORECASE)),
+    ("environment variable", re.compile(r"^\s*(?:export\s+)?([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)=", re.MULTILINE)),
     ("id", re.compile(r"\b(?:id|job|pid|issue|pr|build|run|ticket|task)\s*[#:=]?\s*#?(\d{3,})\b", re.IGNORECASE)),
     ("file path", re.compile(r"(?<![\w./-])(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)+\.\w{1,6}\b")),
 ]
-MAX_IDENTIFIERS = 6
+MAX_IDENTIFIERS = 8
+MAX_PER_KIND = 2  # so paths found by a search do not crowd out the hash, the port or the variable
 
 
 def _identifiers(turns: list[TurnOf], texts: list[str], plant) -> None:
@@ -305,17 +312,20 @@ def _identifiers(turns: list[TurnOf], texts: list[str], plant) -> None:
     (a hash from `git log` used in `git show`, a path found by `grep` then opened, a port, a job id),
     planted where they were seen; the probe names where, never the value. One only read is no fact."""
     seen: dict[str, tuple[int, str, Any]] = {}  # value -> (turn, kind, the call whose output held it)
-    planted = 0
+    planted, kinds = 0, Counter()
     for n, (t, call) in enumerate(_calls(turns)):
         typed = "\n".join(strings_in(call.input))
         for value, (at, kind, source) in list(seen.items()):
             if at < t and value in typed:
                 del seen[value]
+                if kinds[kind] == MAX_PER_KIND:
+                    continue
                 where = _first_line(_command(source).strip())[:60] or f"the {source.tool} tool"
                 probe = (f"Which {kind} did the output of `{where}` give you, that you then used in a later tool call?"
                          if _command(source) else f"Which {kind} did {where} give you, that you then used again?")
-                planted += plant(at, {"id": f"reused-{kind.replace(' ', '-').lower()}-{n}", "kind": "identifier",
-                                      "answer": value, "probe": probe})
+                if plant(at, {"id": f"reused-{kind.replace(' ', '-').lower()}-{n}", "kind": "identifier",
+                              "answer": value, "probe": probe}):
+                    planted, kinds[kind] = planted + 1, kinds[kind] + 1
                 if planted == MAX_IDENTIFIERS:
                     return
         before = "\n".join(texts[:t]) + typed
@@ -358,8 +368,16 @@ def _continuations(turns: list[TurnOf], texts: list[str], plant, every: int) -> 
         plant(t - 1, fact, where=texts[t])
 
 
-def _constraints(session: Session, turns: list[TurnOf], plant) -> None:
-    seen = set()
+# A user lifting an earlier prohibition ("X is ours now, so you may edit it").
+_PERMITS = re.compile(r"\b(?:you (?:may|can)(?: now)?|(?:is|are) (?:now )?(?:fine|ok|okay|allowed)|no longer (?:off limits"
+                      r"|forbidden))\b", re.IGNORECASE)
+
+
+def _constraints(session: Session, turns: list[TurnOf], plant, facts: dict[int, list[dict[str, Any]]]) -> None:
+    """Prohibitions a person typed. A later line that lifts one (naming its object with a permission)
+    and forbids something else with the same verb changes that constraint: the later one stands and
+    the earlier is stale."""
+    seen, in_force = set(), {}  # in_force: verb -> (fact id, object) of the prohibition that stands
     for t, where in enumerate(turns):
         exchange = session.exchanges[where.exchange]
         if where.step is not None and where.step is not exchange.steps[0]:
@@ -371,6 +389,13 @@ def _constraints(session: Session, turns: list[TurnOf], plant) -> None:
             if obj.lower() in seen or len(obj) < 3 or _NOT_AN_OBJECT.match(obj) or verb.lower() in ("be", "have"):
                 continue
             seen.add(obj.lower())
-            plant(t, {"id": f"constraint-{len(seen)}", "kind": "constraint", "constraint": True, "answer": obj,
-                      "probe": f"What did I tell you never to {verb.lower()}?",
-                      "source": f"a prohibition in {where}, turn {t}"})
+            earlier = in_force.get(verb.lower())
+            if earlier and mentions(said, earlier[1]) and _PERMITS.search(said) and distinctive(obj) and MARK not in obj:
+                facts.setdefault(t, []).append({"fact": earlier[0], "answer": obj})
+                in_force[verb.lower()] = (earlier[0], obj)
+                continue
+            fact_id = f"constraint-{len(seen)}"
+            if plant(t, {"id": fact_id, "kind": "constraint", "constraint": True, "answer": obj,
+                         "probe": f"What did I tell you never to {verb.lower()}?",
+                         "source": f"a prohibition in {where}, turn {t}"}):
+                in_force[verb.lower()] = (fact_id, obj)
