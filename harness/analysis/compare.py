@@ -20,6 +20,7 @@ from functools import cached_property
 import pandas as pd
 
 from ..records.load import failed
+from ..records.schema import BEHAVIOURS
 from .stats import PairedTest, paired_test
 
 PAIR_KEY = ["scenario", "fact", "budget", "strategy", "repeat"]
@@ -103,10 +104,33 @@ class Comparison:
         return self.pairs[self.pairs["hit_a"] < self.pairs["hit_b"]]
 
 
+def behaviour_units(actions: pd.DataFrame, metric: str, agent: str = "") -> pd.DataFrame:
+    """One unit per scored cut where the behaviour check had something to check: value 1 when the step
+    did not go wrong (`agent`: "" for the compacted agent's step, "ceiling_" for the full history's)."""
+    column = agent + BEHAVIOURS[metric]
+    if actions.empty or column not in actions:
+        return pd.DataFrame(columns=PAIR_KEY + ["prompt", "expected", "answer", "kind", "value"])
+    scored = actions[~failed(actions, metric) & actions[column].notna()]
+    units = scored.reindex(columns=PAIR_KEY + ["prompt"]).copy()
+    units["expected"], units["answer"] = scored.get("ceiling"), scored.get("compacted")
+    units["kind"] = metric
+    units["value"] = 1.0 - scored[column].astype(float).to_numpy() if len(scored) else []
+    return units
+
+
 def units(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The units a metric pairs and tests: per probe record for recall, per (case, fact) for
-    retention, per cut for next-action fidelity."""
+    retention, per cut for next-action fidelity and for each behaviour check."""
+    if metric in BEHAVIOURS:
+        return behaviour_units(rows, metric)
     return {"retention": retention_units, "next-action": action_units}.get(metric, recall_units)(rows)
+
+
+def behaviour_floor(actions: pd.DataFrame, metric: str) -> Comparison:
+    """A behaviour check of the compacted agent's step (B) against the same check of the full-history
+    agent's step at the same cut (A, the floor), paired and tested over scenarios."""
+    return pair_units(behaviour_units(actions, metric, "ceiling_"), behaviour_units(actions, metric), "full history",
+                      "compacted", metric)
 
 
 def floor_drop(actions: pd.DataFrame) -> Comparison:

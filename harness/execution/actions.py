@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 NO_TOOL = "answers without a tool"
@@ -105,6 +105,7 @@ class Action:
     tool: str | None
     target: str | None = None
     from_text: bool = False  # the model wrote the call as text; it was read as a call
+    arguments: dict[str, Any] | None = field(default=None, compare=False)  # the call's input (behaviour checks)
 
     @property
     def key(self) -> str:
@@ -114,7 +115,7 @@ class Action:
 
 
 def of_call(tool: str, arguments: dict[str, Any], from_text: bool = False) -> Action:
-    return Action(tool, target(tool, arguments), from_text)
+    return Action(tool, target(tool, arguments), from_text, arguments)
 
 
 def of_reply(content: list[dict[str, Any]], tools: list[dict[str, Any]], from_text: int = 0) -> Action:
@@ -131,7 +132,9 @@ def of_reply(content: list[dict[str, Any]], tools: list[dict[str, Any]], from_te
     return Action(None)
 
 
-def agreement(a: Action, b: Action) -> dict[str, bool]:
-    """Exact (same key) and relaxed (same tool; same target) agreement of two steps."""
+def agreement(a: Action, b: Action) -> dict[str, bool | None]:
+    """Exact (same key) and relaxed (same tool; same target) agreement of two steps; the same target
+    is None (n/a) when neither step called a tool."""
+    neither = a.tool is None and b.tool is None  # no tool, so no target to compare: n/a
     return {"exact": a.key == b.key, "same_tool": a.tool == b.tool,
-            "same_target": a.target is not None and a.target == b.target}
+            "same_target": None if neither else a.target is not None and a.target == b.target}

@@ -20,16 +20,16 @@ from ..models.client import ContextOverflow, ModelError, Usage, usage_of
 from ..records.schema import (OVERFLOWED, ActionRecord, CaseRow, CompactionEvent, CompactionRecord, ProbeRecord,
                               RetentionRecord)
 from ..scoring.matchers import ScoringError, SetMatch, states, states_about
+from ..scoring.affirmation import prohibits
 from ..scoring.verdict import verdict
-from . import actions
+from . import behaviour
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
 from .cases import Case, first_unedited_turn, first_verbatim_turn, probed_facts, resolve_limit
 from .evals import Eval
-from .judge import JudgeError, judge_says_recalled
+from .failures import RECORDED_ERRORS, describe_error
+from .judge import judge_says_recalled
+from .next_step import next_step
 
-# Failures of the model, its API, the judge, a regex, a custom strategy or compaction: recorded as
-# `error`, never scored as forgetting.
-RECORDED_ERRORS = (ModelError, JudgeError, ScoringError, StrategyError, TranscriptTooLarge)
 
 
 @dataclass
@@ -103,8 +103,10 @@ class CaseRunner:
         self.scenarios = {s.id: s for s in ev.scenarios}
         self.prompts: dict[str, Prompt] = {p.id: p for p in ev.prompts}
         self.facts = probed_facts(ev)
+        self.every_fact = {s.id: probes(s) for s in ev.scenarios}  # probed or not: behaviour checks read them all
         # Every subject of a scenario, so retention can tell a value stated of the wrong one.
-        self.subjects = {s.id: tuple(p.subject for p in probes(s) if p.subject) for s in ev.scenarios}
+        self.subjects = {s.id: tuple(p.subject for p in self.every_fact[s.id] if p.subject) for s in ev.scenarios}
+        self._situations: dict[tuple[str, int], behaviour.Situation] = {}
         self._scripted_sizes: dict[str, int] = {}
 
     def scripted_size(self, scenario: Scenario) -> int:
@@ -216,53 +218,13 @@ class CaseRunner:
                 retained = self._retention(event, left, len(played.compactions) - 1, turn, verbatim_from, played.row)
                 played.retention += retained
                 if self.ev.spec.next_action.enabled and turn < len(scenario.turns):
-                    played.actions.append(self.next_action(agent, played, scenario, turn, retained))
-
-    # --- next-action fidelity --------------------------------------------------------------
-
-    def next_action(self, agent: Agent, played: PlayedCase, scenario: Scenario, turn: int,
-                    retained: list[RetentionRecord]) -> ActionRecord:
-        """At a compaction before `turn`: the step the model takes next from the compacted history and
-        from the full one (twice: the second sample is the noise floor), against the step the log
-        took. The requests carry the scenario's tools; no tool is run."""
-        settings, next_turn = self.ev.spec.next_action, scenario.turns[turn]
-        line = [] if next_turn.continues else [{"role": "user", "content": next_turn.user}]
-        tools = agent.tools.schemas()
-        request = {"max_tokens": settings.max_tokens, "system": agent.system, **({"tools": tools} if tools else {})}
-        overrides = {} if settings.temperature is None else {"temperature": settings.temperature}
-        log = next_turn.assistant and (actions.of_call(next_turn.assistant.tool_calls[0].tool,
-                                                       next_turn.assistant.tool_calls[0].input)
-                                       if next_turn.assistant.tool_calls else actions.Action(None))
-        record = ActionRecord(**asdict(played.row), fact=f"cut-{turn}", compaction=len(played.compactions) - 1,
-                              before_turn=turn, log=log.key if log else None)
-
-        def step(history: list[Message], sample: int) -> actions.Action:
-            reply = self.client.create(**request, messages=history + line, sample=sample, overrides=overrides)
-            return actions.of_reply(reply.get("content") or [], tools, usage_of(reply).tool_calls_from_text)
-
-        sample = 2 * played.case.repeat  # each repeat its own pair of samples
-        try:
-            compacted = step(agent.messages, sample)
-        except RECORDED_ERRORS as exc:
-            record.error = describe_error(exc)
-            return record
-        try:
-            ceiling, again = step(played.full, sample), step(played.full, sample + 1)
-        except RECORDED_ERRORS as exc:
-            record.compacted, record.ceiling_error = compacted.key, describe_error(exc)
-            return record
-        same = actions.agreement(compacted, ceiling)
-        record.compacted, record.ceiling, record.ceiling_again = compacted.key, ceiling.key, again.key
-        record.exact, record.same_tool, record.same_target = same["exact"], same["same_tool"], same["same_target"]
-        record.floor = ceiling.key == again.key
-        record.from_text = sum(a.from_text for a in (compacted, ceiling, again))
-        if log:
-            record.matches_log, record.ceiling_matches_log = compacted.key == log.key, ceiling.key == log.key
-            needed = "\n".join(strings_in(next_turn.assistant.tool_calls[0].input)) if next_turn.assistant.tool_calls \
-                else ""
-            record.lacked = next((f"{r.fact} ({r.expected})" for r in retained if r.retained is False and needed
-                                  and any(value and value in needed for value in (r.expected or "").split(", "))), None)
-        return record
+                    at = self._situations.setdefault((scenario.id, turn), behaviour.situation(
+                        scenario, self.every_fact[scenario.id], turn))
+                    played.actions.append(next_step(self.client, self.ev.spec.next_action, agent, played.full, scenario,
+                                                    turn, retained, at, ActionRecord(
+                                                        **asdict(played.row), fact=f"cut-{turn}",
+                                                        compaction=len(played.compactions) - 1, before_turn=turn,
+                                                        log=None), played.case.repeat))
 
     def _retention(self, event: CompactionEvent, left: str | None, index: int, turn: int, verbatim_from: int,
                    row: CaseRow) -> list[RetentionRecord]:
@@ -276,9 +238,13 @@ class CaseRunner:
             if folded is None:
                 continue  # not planted yet, or its current value is still verbatim
             value_turn, expected = folded
-            credit, missing = None, None
+            credit, missing, stale = None, None, None
             if left is not None:
                 retained = states_about(left, expected, fact.subject, self.subjects[row.scenario])
+                # A constraint the user changed: the summary that still forbids what the user lifted keeps a stale rule.
+                stale = fact.constraint and any(prohibits(left, value) for turn_of, old in fact.values
+                                                if turn_of < value_turn for value in old.values)
+                retained = retained and not stale
                 if isinstance(expected.matcher, SetMatch):
                     credit = expected.matcher.share(left, expected, within=True)
                     missing = [item for item in expected.items if not expected.matcher.names(left, item)]
@@ -288,7 +254,7 @@ class CaseRunner:
                     credit, missing = 0.0, list(expected.items)
             records.append(RetentionRecord(**asdict(row), compaction=index, before_turn=turn, fact=fact.fact_id,
                                            kind=fact.kind, value_turn=value_turn, expected=expected.answer,
-                                           retained=retained, credit=credit, missing=missing))
+                                           retained=retained, credit=credit, missing=missing, stale=stale))
         return records
 
     # --- step 2: the probe requests --------------------------------------------------------
@@ -395,11 +361,3 @@ def _returns(result: str):
     def run(**arguments: Any) -> str:
         return result
     return run
-
-
-def describe_error(exc: Exception) -> str:
-    # A plain ModelError already names the SDK error it wraps; SDK messages carry status and
-    # body, never the API key. A context overflow says so first: it is its own outcome.
-    if isinstance(exc, ContextOverflow):
-        return f"{OVERFLOWED}: {exc}"[:500]
-    return (str(exc) if type(exc) is ModelError else f"{type(exc).__name__}: {exc}")[:500]

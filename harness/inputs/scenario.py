@@ -267,12 +267,19 @@ class Tool(_Strict):
     result: Text = Field(description="What the tool returns when the agent calls it live.")
 
 
+class Checks(_Strict):
+    """Forbidden throughout, for the behaviour checks at a cut (a constraint fact's path or program is from its turn)."""
+    forbidden_paths: list[Text] = Field(default=[], description="Files the agent must not change.")
+    forbidden_tools: list[Text] = Field(default=[], description="Tools or shell programs the user ruled out.")
+
+
 class Scenario(_Strict):
     id: Slug
     description: Text
     variant_of: Slug | None = Field(default=None, description="The scenario this one re-draws the values of "
                                                               "(`harness generate --from`); same structure, new values.")
     tools: list[Tool] = []
+    checks: Checks | None = Field(default=None, description="Forbidden files and tools beyond the constraint facts.")
     turns: list[Turn] = Field(min_length=1)
 
     def scripted_history(self) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..scoring.verdict import VERDICTS
 from .folder import read_jsonl
 from .manifest import Manifest, load_manifest
-from .schema import OVERFLOWED, ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord, columns, variant
+from .schema import ACTION_METRICS, OVERFLOWED, ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord, columns, variant
 
 
 def _labelled(rows: list[dict], record_type: type) -> pd.DataFrame:
@@ -85,7 +85,7 @@ def failed(rows: pd.DataFrame, metric: str) -> pd.Series:
     is scored against the ceiling's, so a ceiling that failed leaves its cut unscored too."""
     if metric == "retention":
         return rows["error"].notna()
-    if metric == "next-action":
+    if metric in ACTION_METRICS:
         return rows["error"].notna() | rows["ceiling_error"].notna()
     return rows["verdict"].isin(["error", "overflow"])
 
@@ -94,7 +94,7 @@ def overflowed(rows: pd.DataFrame, metric: str) -> pd.Series:
     """Which rows of a metric could not be measured because a request exceeded the context window."""
     if metric == "retention":
         return rows["error"].fillna("").str.startswith(OVERFLOWED)
-    if metric == "next-action":
+    if metric in ACTION_METRICS:
         return (rows["error"].fillna("").str.startswith(OVERFLOWED)
                 | rows["ceiling_error"].fillna("").str.startswith(OVERFLOWED))
     return rows["verdict"] == "overflow"
@@ -139,8 +139,9 @@ class Run:
     actions: pd.DataFrame = field(default_factory=pd.DataFrame)  # next-action rows; empty unless measured
 
     def rows(self, metric: str) -> pd.DataFrame:
-        """The rows a metric is computed from: retention rows, probe records for recall, next-action rows."""
-        return {"retention": self.retention, "next-action": self.actions}.get(metric, self.records)
+        """The rows a metric is computed from: retention rows, probe records for recall, next-action rows
+        (for fidelity and behaviour at the cut)."""
+        return self.retention if metric == "retention" else self.actions if metric in ACTION_METRICS else self.records
 
     def errors(self) -> tuple[int, int]:
         """Observations (probe records and retention rows) that failed with an error, of all."""

@@ -14,8 +14,14 @@ from typing import Any
 CONTROL_LABELS = {"none": "ceiling (full history)", "no-history": "control: no history"}
 CEILING, NO_HISTORY = CONTROL_LABELS["none"], CONTROL_LABELS["no-history"]
 CONTROLS = tuple(CONTROL_LABELS.values())
-METRICS = ("retention", "recall", "next-action")  # does the summary state the fact; does the probe answer;
-# does the compacted agent take the step the uncompacted one takes
+# Behaviour at the cut, as metrics where higher is better (the share of cuts where the step did not go
+# wrong), each read from its column of the next-action records.
+BEHAVIOURS = {"keeps-constraints": "breaks_constraint", "keeps-finished-work": "redoes_finished",
+              "no-repeated-failure": "repeats_failure", "no-reread": "rereads"}
+# Does the summary state the fact; does the probe answer; does the compacted agent take the step the
+# uncompacted one takes; and does its step keep to what the history says.
+METRICS = ("retention", "recall", "next-action", *BEHAVIOURS)
+ACTION_METRICS = ("next-action", *BEHAVIOURS)  # the metrics of the next-action records
 OVERFLOWED = "context window exceeded"  # how an error that is a context overflow begins
 NO_SUMMARY = "the server returned no summary (compaction content null)"  # its own outcome, not the prompt's
 
@@ -112,6 +118,7 @@ class RetentionRecord(CaseRow):
     expected: str | None = None
     credit: float | None = None  # a set fact: the share of its items the summary names (partial credit)
     missing: list[str] | None = None  # a set fact: its folded items the summary does not name
+    stale: bool | None = None  # a changed constraint: the summary still forbids what the user lifted (not retained)
 
 
 @dataclass(kw_only=True)
@@ -137,6 +144,19 @@ class ActionRecord(CaseRow):
     lacked: str | None = None  # a fact the log's step needed that this compaction's summary did not state
     error: str | None = None  # the compacted request failed (the cut is not scored)
     ceiling_error: str | None = None  # the ceiling failed; "context window exceeded ..." is its own outcome
+    # Behaviour at the cut (`execution.behaviour`), of the compacted agent's step and of the full-history
+    # agent's (the floor); None: nothing to check at this cut (no constraint in force, nothing finished...).
+    breaks_constraint: bool | None = None  # writes a forbidden path, or runs a tool or program ruled out
+    redoes_finished: bool | None = None  # puts a finished plan item back, or makes again the change that finished it
+    repeats_failure: bool | None = None  # the same failing command or refused edit, nothing changed since
+    rereads: bool | None = None  # reads a file already read and not changed since
+    ceiling_breaks_constraint: bool | None = None
+    ceiling_redoes_finished: bool | None = None
+    ceiling_repeats_failure: bool | None = None
+    ceiling_rereads: bool | None = None
+    requests: int = 0  # of the three requests, those sent to the model (not answered from the response cache)
+    prompt_tokens_sent: int = 0  # their prompt tokens
+    prompt_tokens_processed: int = 0  # of those, the ones the model evaluated (not read from its prompt cache)
 
 
 @dataclass(kw_only=True)

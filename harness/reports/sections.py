@@ -14,7 +14,7 @@ from ..records import Run
 from ..records.load import prompted
 from .comparisons import collateral_loss, comparison_table
 from .plots import plot_recall_by_budget, plot_recall_by_kind, plot_summary_costs, plot_survival, plot_where_lost
-from .tables import (answer_types, artifact_trail, mean_f1_by_budget, next_action_fidelity, next_action_substitutes,
+from .tables import (answer_types, artifact_trail, behaviour_at_the_cut, mean_f1_by_budget, next_action_fidelity, next_action_substitutes,
                      prompt_sensitivity, recall_by_answer_type, recall_by_budget,
                      recall_by_kind, retention_by_budget, retention_by_kind, retention_per_prompt, set_credit,
                      summary_costs, survival_by_compactions, where_lost)
@@ -71,6 +71,9 @@ TABLES = [
           lambda run: artifact_trail(run.retention) if not run.retention.empty else pd.DataFrame()),
     Table("Next-action fidelity: does the compacted agent take the step the full-history agent takes?",
           lambda run: next_action_fidelity(run.actions, manifest_settings(run.about).alpha)
+          if not run.actions.empty else pd.DataFrame()),
+    Table("Behaviour at the cut: how often the next step goes against what the history says",
+          lambda run: behaviour_at_the_cut(run.actions, manifest_settings(run.about).alpha)
           if not run.actions.empty else pd.DataFrame()),
     Table("Where the compacted agent went instead (the most frequent different steps)",
           lambda run: next_action_substitutes(run.actions) if not run.actions.empty else pd.DataFrame()),

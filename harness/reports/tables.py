@@ -10,9 +10,9 @@ import pandas as pd
 
 from ..errors import plural
 
-from ..analysis.compare import floor_drop, retention_units, sensitivity
+from ..analysis.compare import behaviour_floor, floor_drop, retention_units, sensitivity
 from ..analysis.rates import compacting, fact_clusters, recall_rate, retention_rate, variant_order
-from ..analysis.stats import minimum_detectable_drop, rate
+from ..analysis.stats import minimum_detectable_drop, paired_test, rate
 from ..records.load import budget_order, failed, overflowed, shrinks, summaries
 from ..records.schema import NO_SUMMARY, OVERFLOWED
 
@@ -165,6 +165,33 @@ def _drop_text(test, floor: str, alpha: float) -> str:
     verdict = "a drop" if test.p_value < alpha and test.difference < 0 else "not distinguishable from the floor"
     low, high = max(-test.high, -1.0), min(-test.low, 1.0)  # a difference of shares lies in [-1, 1]
     return f"{-test.difference:.1%} ({low:.1%} to {high:.1%}), p = {test.p_value:.3g}: {verdict}"
+
+
+BEHAVIOUR_TEXT = {"keeps-constraints": "breaks a constraint the user gave",
+                  "keeps-finished-work": "redoes a finished plan item",
+                  "no-repeated-failure": "repeats a failure, nothing changed since",
+                  "no-reread": "re-reads a file not changed since"}
+
+
+def behaviour_at_the_cut(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Per variant and check: how often the compacted agent's next step goes wrong, how often the
+    full-history agent's step at the same cut does (the floor), and the difference, paired and tested
+    over scenarios. n: the cuts where the check had something to look at (a constraint in force, a
+    finished item, a failure, a file read)."""
+    rows = {}
+    for v in variant_order(compacting(actions)["variant"].unique()):
+        for metric, what in BEHAVIOUR_TEXT.items():
+            pairs = behaviour_floor(actions[actions["variant"] == v], metric).pairs
+            if pairs.empty:
+                continue
+            wrong = 1.0 - pairs[["hit_a", "hit_b"]]
+            test = paired_test(wrong["hit_a"], wrong["hit_b"], pairs["scenario"])
+            verdict = "" if not test.judged else ": more often than the floor" if test.p_value < alpha and \
+                test.difference > 0 else ": not distinguishable from the floor"
+            rows[(v, what)] = {"compacted": rate(wrong["hit_b"], pairs["scenario"]).text(),
+                               "full history (the floor)": rate(wrong["hit_a"], pairs["scenario"]).text(),
+                               "difference": test.describe() + verdict}
+    return pd.DataFrame.from_dict(rows, orient="index") if rows else pd.DataFrame()
 
 
 def next_action_substitutes(actions: pd.DataFrame, top: int = 5) -> pd.DataFrame:

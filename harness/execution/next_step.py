@@ -1,0 +1,78 @@
+"""Next-action fidelity and behaviour at a cut: the step the model asks for (with the scenario's tools;
+none is run) from the full history, twice (the second sample is the noise floor), and from the
+compacted one, against the step the log took; each step then checked for what users see go wrong
+after compaction (`behaviour`). No extra request: the checks read the steps already asked for.
+
+The requests go in the order that keeps the model's prompt cache warm: the full history first (it
+extends the full history at this case's previous cut, and its second sample repeats it), then the
+compacted one. What each request cost is recorded: prompt tokens sent, and those the model processed
+rather than read from its prompt cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..inputs.evalfile import NextActionSettings
+from ..inputs.scenario import Scenario
+from ..messages import Message, strings_in
+from ..models.client import usage_of
+from ..records.schema import ActionRecord, RetentionRecord
+from . import actions, behaviour
+from .agent import Agent
+from .failures import RECORDED_ERRORS, describe_error
+
+
+def next_step(client: Any, settings: NextActionSettings, agent: Agent, full: list[Message], scenario: Scenario,
+              turn: int, retained: list[RetentionRecord], at: behaviour.Situation, record: ActionRecord,
+              repeat: int = 0) -> ActionRecord:
+    """Fill `record` for the compaction before `turn`: the agent holds the compacted history, `full`
+    the history as played, `retained` what the compaction's summary kept, `at` the situation the
+    behaviour checks read."""
+    next_turn = scenario.turns[turn]
+    line = [] if next_turn.continues else [{"role": "user", "content": next_turn.user}]
+    tools = agent.tools.schemas()
+    request = {"max_tokens": settings.max_tokens, "system": agent.system, **({"tools": tools} if tools else {})}
+    overrides = {} if settings.temperature is None else {"temperature": settings.temperature}
+    logged = next_turn.assistant.tool_calls[0] if next_turn.assistant and next_turn.assistant.tool_calls else None
+    log = next_turn.assistant and (actions.of_call(logged.tool, logged.input) if logged else actions.Action(None))
+    record.log = log.key if log else None
+
+    def step(history: list[Message], sample: int) -> actions.Action:
+        reply = client.create(**request, messages=history + line, sample=sample, overrides=overrides)
+        usage = usage_of(reply)
+        if not usage.cached:  # what reached the model; a response-cache hit sent nothing
+            record.requests += 1
+            record.prompt_tokens_processed += usage.input_tokens
+            record.prompt_tokens_sent += usage.input_tokens + usage.cache_read_tokens
+        return actions.of_reply(reply.get("content") or [], tools, usage.tool_calls_from_text)
+
+    sample = 2 * repeat  # each repeat its own pair of samples
+    try:
+        ceiling, again = step(full, sample), step(full, sample + 1)
+    except RECORDED_ERRORS as exc:
+        ceiling = again = None
+        record.ceiling_error = describe_error(exc)
+    try:
+        compacted = step(agent.messages, sample)
+    except RECORDED_ERRORS as exc:
+        record.error = describe_error(exc)
+        return record
+    record.compacted = compacted.key
+    for name, broken in behaviour.check(compacted, at).items():
+        setattr(record, name, broken)
+    if ceiling is None:
+        return record
+    for name, broken in behaviour.check(ceiling, at).items():
+        setattr(record, f"ceiling_{name}", broken)
+    same = actions.agreement(compacted, ceiling)
+    record.ceiling, record.ceiling_again = ceiling.key, again.key
+    record.exact, record.same_tool, record.same_target = same["exact"], same["same_tool"], same["same_target"]
+    record.floor = ceiling.key == again.key
+    record.from_text = sum(a.from_text for a in (compacted, ceiling, again))
+    if log:
+        record.matches_log, record.ceiling_matches_log = compacted.key == log.key, ceiling.key == log.key
+        needed = "\n".join(strings_in(logged.input)) if logged else ""
+        record.lacked = next((f"{r.fact} ({r.expected})" for r in retained if r.retained is False and needed
+                              and any(value and value in needed for value in (r.expected or "").split(", "))), None)
+    return record
