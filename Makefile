@@ -24,11 +24,13 @@ demo: models
 test: models
 	$(BIN)/pytest -q
 
-# Our own summary prompts go through the same gate as users' ones: summary retention on the
-# generated scenarios of evals/gate.yaml, on the embedded model, against the committed baseline
+# Our own summary prompts go through the same gates as users' ones: summary retention on the
+# generated chats of evals/gate.yaml and the generated coding-agent sessions of evals/agent-gate.yaml,
+# on the embedded model, each against its committed baseline
 # (exit 0 pass, 100 regression, 1 cannot judge).
 gate: models
 	$(BIN)/harness gate evals/gate.yaml --quiet
+	$(BIN)/harness gate evals/agent-gate.yaml --quiet
 
 # The documentation site (MkDocs Material), built into site/ with warnings as errors; the command-line and
 # file-format reference pages are generated from the code first (scripts/docs_reference.py).
