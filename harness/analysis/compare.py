@@ -50,16 +50,21 @@ def retention_units(retention: pd.DataFrame) -> pd.DataFrame:
     return units
 
 
+def _cut_units(scored: pd.DataFrame, kind: str, value: pd.Series) -> pd.DataFrame:
+    """One unit per next-action record: the cut where a fact would stand, both steps, and `value`."""
+    units = scored.reindex(columns=PAIR_KEY + ["prompt"]).copy()
+    units["expected"], units["answer"] = scored.get("ceiling"), scored.get("compacted")
+    units["kind"] = kind
+    units["value"] = value.astype(float).to_numpy() if len(scored) else []
+    return units
+
+
 def action_units(actions: pd.DataFrame, against: str = "exact") -> pd.DataFrame:
     """One unit per scored cut (a compaction where the log's next step is known to the ceiling): value
     1 when the compacted agent's step agrees with the full-history agent's (`against`: "exact", or
     "floor", the full-history agent against its own second sample)."""
     scored = actions[~failed(actions, "next-action")] if not actions.empty else actions
-    units = scored.reindex(columns=PAIR_KEY + ["prompt"]).copy()
-    units["expected"], units["answer"] = scored.get("ceiling"), scored.get("compacted")
-    units["kind"] = "next-action"
-    units["value"] = scored[against].astype(float).to_numpy() if len(scored) else []
-    return units
+    return _cut_units(scored, "next-action", scored[against] if len(scored) else pd.Series(dtype=float))
 
 
 @dataclass
@@ -111,11 +116,7 @@ def behaviour_units(actions: pd.DataFrame, metric: str, agent: str = "") -> pd.D
     if actions.empty or column not in actions:
         return pd.DataFrame(columns=PAIR_KEY + ["prompt", "expected", "answer", "kind", "value"])
     scored = actions[~failed(actions, metric) & actions[column].notna()]
-    units = scored.reindex(columns=PAIR_KEY + ["prompt"]).copy()
-    units["expected"], units["answer"] = scored.get("ceiling"), scored.get("compacted")
-    units["kind"] = metric
-    units["value"] = 1.0 - scored[column].astype(float).to_numpy() if len(scored) else []
-    return units
+    return _cut_units(scored, metric, 1.0 - scored[column].astype(float))
 
 
 def units(rows: pd.DataFrame, metric: str) -> pd.DataFrame:

@@ -32,7 +32,7 @@ PATTERN_KEYS = ("pattern", "regex", "query", "q", "url", "glob")
 SHELLS = {"bash", "shell", "sh", "exec_command", "local_shell", "run_command", "terminal", "swe_agent", "run"}
 _FENCED = re.compile(r"```(?:bash|sh|shell|console|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.DOTALL)
 _PATCHED = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)|^\+\+\+ b/(\S+)", re.MULTILINE)
-_CHAINED = re.compile(r"\s*(?:&&|;|\|\|)\s*")
+_CHAINED = re.compile(r"\s*(?:&&|;|\|\||\|)\s*")  # commands chained or piped
 EDITS_LAST = {"sed", "awk", "perl", "patch"}  # programs whose target is their last operand
 
 
@@ -63,6 +63,11 @@ def command(line: str) -> str:
     # An editing script comes first and the file it edits last (sed -i 's/a/b/' app.py).
     operand = (operands[-1] if program in EDITS_LAST else operands[0]) if operands else None
     return f"{program} {path(operand) if '/' in operand or '.' in operand else operand}" if operand else program
+
+
+def programs(line: str) -> set[str]:
+    """Every program a shell line runs (`cd x && grep -rn y | head` runs cd, grep and head)."""
+    return {key.split()[0] for part in _CHAINED.split(line) if (key := command(part))}
 
 
 def _patch(arguments: dict[str, Any]) -> str | None:

@@ -21,11 +21,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..inputs.importers.derive import EDIT_TOOLS, SHELL_TOOLS, applied, plan_of, written_files
+from ..inputs.importers.derive import EDIT_TOOLS, SHELL_TOOLS, applied, plan_of, took_effect, written_files
 from ..inputs.importers.session import Call
 from ..inputs.probes import Probe
 from ..inputs.scenario import Scenario
-from .actions import Action, command, of_call, path
+from .actions import Action, of_call, path, programs, target
 
 READ_TOOLS = {"read", "view", "open", "read_file", "cat", "open_file", "view_file"}
 _READS = re.compile(r"^\s*(?:cat|head|tail|less|more|bat|nl|sed -n \S+)\s+(?:-\S+\s+)*([\w./-]+\.\w+)\s*$")
@@ -44,26 +44,29 @@ class Situation:
     failed: tuple[tuple[str, dict[str, Any]], ...] = ()  # failed calls with nothing changed since
     unchanged_reads: frozenset[str] = frozenset()  # files read and not changed since
 
+    def nothing_to_check(self) -> dict[str, bool]:
+        return {"breaks_constraint": not (self.forbidden_paths or self.forbidden_programs),
+                "redoes_finished": not self.finished, "repeats_failure": not self.failed,
+                "rereads": not self.unchanged_reads}
 
-def _programs(line: str) -> set[str]:
-    """Every program a shell line runs (`cd x && grep -rn y | head` runs cd, grep and head)."""
-    return {key.split()[0] for part in re.split(r"\s*(?:&&|\|\||;|\|)\s*", line) if (key := command(part))}
+
+def _command_line(arguments: dict[str, Any]) -> str | None:
+    line = arguments.get("command") or arguments.get("cmd")
+    return line if isinstance(line, str) else None
 
 
 def _read_path(tool: str, arguments: dict[str, Any]) -> str | None:
+    """The file a call reads: a read tool's target, or a shell line that prints one file."""
     if tool.lower() in READ_TOOLS:
-        return next((path(v) for k in ("file_path", "path", "filename", "file") if isinstance(v := arguments.get(k), str)),
-                    None)
-    if tool.lower() in SHELL_TOOLS and isinstance(line := arguments.get("command") or arguments.get("cmd"), str):
-        found = _READS.match(line.strip().splitlines()[0]) if line.strip() else None
-        return path(found[1]) if found else None
-    return None
+        return target(tool, arguments)
+    line = _command_line(arguments) if tool.lower() in SHELL_TOOLS else None
+    found = _READS.match(line.strip().splitlines()[0]) if line and line.strip() else None
+    return path(found[1]) if found else None
 
 
-def _changed(call: Call) -> list[str]:
-    """The files a call changed (nothing, if it failed or was refused)."""
-    shell = call.tool.lower() in SHELL_TOOLS
-    return [path(p) for p in written_files(call)] if applied(call) or (shell and not call.is_error) else []
+def _changed(call: Call) -> set[str]:
+    """The files a call changed (nothing, if it was refused)."""
+    return {path(p) for p in written_files(call)} if took_effect(call) else set()
 
 
 def _same_attempt(tool: str, arguments: dict[str, Any], failed: tuple[str, dict[str, Any]]) -> bool:
@@ -87,33 +90,32 @@ def situation(scenario: Scenario, facts: list[Probe], turn: int) -> Situation:
         if value is None:
             continue
         if fact.constraint and value[1].answer:
-            target = value[1].answer.strip()
-            if _PATHLIKE.search(target) and " " not in target:
-                forbidden_paths.add(path(target))
-            elif len(target.split()) == 1:
-                forbidden_programs.add(target.lower())
+            rule = value[1].answer.strip()
+            if _PATHLIKE.search(rule) and " " not in rule:
+                forbidden_paths.add(path(rule))
+            elif len(rule.split()) == 1:
+                forbidden_programs.add(rule.lower())
         if value[1].done:
             finished |= set(value[1].done)
     failed: list[tuple[str, dict[str, Any]]] = []
     reads: set[str] = set()
-    finishing, last_change, done_before = [], None, set()
+    finishing: list[tuple[str, dict[str, Any]]] = []
+    last_change: tuple[str, dict[str, Any]] | None = None
+    done_before: set[str] = set()
     for played in scenario.turns[:turn]:
         for scripted in played.assistant.tool_calls if played.assistant else []:
             call = Call(scripted.tool, scripted.input, scripted.result, scripted.is_error)
-            changed = _changed(call)
-            if changed:
+            if changed := _changed(call):
                 last_change = (call.tool, call.input)
-                reads -= set(changed)
+                reads -= changed
                 # A change makes every failed command worth trying again, and a refused edit of that file.
-                failed = [f for f in failed if f[0].lower() in EDIT_TOOLS and
-                          not {path(p) for p in written_files(Call(*f))} & set(changed)]
+                failed = [f for f in failed if f[0].lower() in EDIT_TOOLS and not _changed(Call(*f, "")) & changed]
             if call.is_error or not applied(call):
                 failed.append((call.tool, call.input))
             elif (read := _read_path(call.tool, call.input)) is not None:
                 reads.add(read)
             if (plan := plan_of(call)) is not None and applied(call):
-                newly = set(plan[1]) - done_before
-                if newly and last_change is not None:
+                if set(plan[1]) - done_before and last_change is not None:
                     finishing.append(last_change)
                 done_before = set(plan[1])
     return Situation(frozenset(forbidden_paths), frozenset(forbidden_programs), frozenset(finished),
@@ -121,26 +123,18 @@ def situation(scenario: Scenario, facts: list[Probe], turn: int) -> Situation:
 
 
 def check(step: Action, at: Situation) -> dict[str, bool | None]:
-    """The four checks of one step (None: nothing to check at this cut)."""
+    """The four checks of one step (None: nothing to check at this cut; a reply with no tool call does
+    none of these things)."""
     tool, arguments = step.tool or "", step.arguments or {}
-    call = Call(tool, arguments)
-    shell_line = arguments.get("command") or arguments.get("cmd")
-    programs = {tool.lower()} | (_programs(shell_line) if tool.lower() in SHELL_TOOLS and isinstance(shell_line, str)
-                                 else set())
-    writes = {path(p) for p in written_files(call)}
-    plan = plan_of(call)
-    regressed = plan is not None and any(item in plan[0] and item not in plan[1] for item in at.finished)
-    if step.tool is None:  # a reply with no tool call does none of these
-        return {name: None if empty else False for name, empty in _nothing_to_check(at).items()}
-    return {
-        "breaks_constraint": None if _nothing_to_check(at)["breaks_constraint"] else
-        bool(writes & at.forbidden_paths or programs & at.forbidden_programs),
-        "redoes_finished": None if not at.finished else regressed or (tool, arguments) in at.finishing,
-        "repeats_failure": None if not at.failed else any(_same_attempt(tool, arguments, f) for f in at.failed),
-        "rereads": None if not at.unchanged_reads else _read_path(tool, arguments) in at.unchanged_reads,
+    line = _command_line(arguments) if tool.lower() in SHELL_TOOLS else None
+    plan = plan_of(Call(tool, arguments))
+    went_wrong = step.tool is not None and {
+        "breaks_constraint": bool(_changed(Call(tool, arguments, "")) & at.forbidden_paths
+                                  or ({tool.lower()} | programs(line or "")) & at.forbidden_programs),
+        "redoes_finished": (plan is not None and any(item in plan[0] and item not in plan[1] for item in at.finished))
+                           or (tool, arguments) in at.finishing,
+        "repeats_failure": any(_same_attempt(tool, arguments, f) for f in at.failed),
+        "rereads": _read_path(tool, arguments) in at.unchanged_reads,
     }
-
-
-def _nothing_to_check(at: Situation) -> dict[str, bool]:
-    return {"breaks_constraint": not (at.forbidden_paths or at.forbidden_programs), "redoes_finished": not at.finished,
-            "repeats_failure": not at.failed, "rereads": not at.unchanged_reads}
+    return {name: None if empty else bool(went_wrong and went_wrong[name])
+            for name, empty in at.nothing_to_check().items()}

@@ -11,24 +11,25 @@ rather than read from its prompt cache.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from ..inputs.evalfile import NextActionSettings
 from ..inputs.scenario import Scenario
 from ..messages import Message, strings_in
 from ..models.client import usage_of
-from ..records.schema import ActionRecord, RetentionRecord
+from ..records.schema import ActionRecord, CaseRow, RetentionRecord
 from . import actions, behaviour
 from .agent import Agent
 from .failures import RECORDED_ERRORS, describe_error
 
 
 def next_step(client: Any, settings: NextActionSettings, agent: Agent, full: list[Message], scenario: Scenario,
-              turn: int, retained: list[RetentionRecord], at: behaviour.Situation, record: ActionRecord,
-              repeat: int = 0) -> ActionRecord:
-    """Fill `record` for the compaction before `turn`: the agent holds the compacted history, `full`
-    the history as played, `retained` what the compaction's summary kept, `at` the situation the
-    behaviour checks read."""
+              turn: int, retained: list[RetentionRecord], at: behaviour.Situation, row: CaseRow,
+              compaction: int) -> ActionRecord:
+    """The record of the case's compaction number `compaction`, before `turn`: the agent holds the
+    compacted history, `full` the history as played, `retained` what the compaction's summary kept,
+    `at` the situation the behaviour checks read."""
     next_turn = scenario.turns[turn]
     line = [] if next_turn.continues else [{"role": "user", "content": next_turn.user}]
     tools = agent.tools.schemas()
@@ -36,7 +37,8 @@ def next_step(client: Any, settings: NextActionSettings, agent: Agent, full: lis
     overrides = {} if settings.temperature is None else {"temperature": settings.temperature}
     logged = next_turn.assistant.tool_calls[0] if next_turn.assistant and next_turn.assistant.tool_calls else None
     log = next_turn.assistant and (actions.of_call(logged.tool, logged.input) if logged else actions.Action(None))
-    record.log = log.key if log else None
+    record = ActionRecord(**asdict(row), fact=f"cut-{turn}", compaction=compaction, before_turn=turn,
+                          log=log.key if log else None)
 
     def step(history: list[Message], sample: int) -> actions.Action:
         reply = client.create(**request, messages=history + line, sample=sample, overrides=overrides)
@@ -47,11 +49,12 @@ def next_step(client: Any, settings: NextActionSettings, agent: Agent, full: lis
             record.prompt_tokens_sent += usage.input_tokens + usage.cache_read_tokens
         return actions.of_reply(reply.get("content") or [], tools, usage.tool_calls_from_text)
 
-    sample = 2 * repeat  # each repeat its own pair of samples
+    sample = 2 * row.repeat  # each repeat its own pair of samples
+    ceiling: actions.Action | None = None
+    again: actions.Action | None = None
     try:
         ceiling, again = step(full, sample), step(full, sample + 1)
     except RECORDED_ERRORS as exc:
-        ceiling = again = None
         record.ceiling_error = describe_error(exc)
     try:
         compacted = step(agent.messages, sample)
@@ -61,7 +64,7 @@ def next_step(client: Any, settings: NextActionSettings, agent: Agent, full: lis
     record.compacted = compacted.key
     for name, broken in behaviour.check(compacted, at).items():
         setattr(record, name, broken)
-    if ceiling is None:
+    if ceiling is None or again is None:
         return record
     for name, broken in behaviour.check(ceiling, at).items():
         setattr(record, f"ceiling_{name}", broken)

@@ -9,17 +9,16 @@ import io
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
-from ..compaction.custom import StrategyError
-from ..compaction.seed import CompactionSettings, TranscriptTooLarge
+from ..compaction.seed import CompactionSettings
 from ..compaction.tool_results import ToolClearing
-from ..messages import Message, measure, render_message, strings_in
+from ..messages import Message, measure, render_message
 from ..inputs.evalfile import Prompt
 from ..inputs.probes import Probe, probes
 from ..inputs.scenario import Scenario
-from ..models.client import ContextOverflow, ModelError, Usage, usage_of
+from ..models.client import Usage
 from ..records.schema import (OVERFLOWED, ActionRecord, CaseRow, CompactionEvent, CompactionRecord, ProbeRecord,
                               RetentionRecord)
-from ..scoring.matchers import ScoringError, SetMatch, states, states_about
+from ..scoring.matchers import SetMatch, states, states_about
 from ..scoring.affirmation import prohibits
 from ..scoring.verdict import verdict
 from . import behaviour
@@ -218,13 +217,15 @@ class CaseRunner:
                 retained = self._retention(event, left, len(played.compactions) - 1, turn, verbatim_from, played.row)
                 played.retention += retained
                 if self.ev.spec.next_action.enabled and turn < len(scenario.turns):
-                    at = self._situations.setdefault((scenario.id, turn), behaviour.situation(
-                        scenario, self.every_fact[scenario.id], turn))
                     played.actions.append(next_step(self.client, self.ev.spec.next_action, agent, played.full, scenario,
-                                                    turn, retained, at, ActionRecord(
-                                                        **asdict(played.row), fact=f"cut-{turn}",
-                                                        compaction=len(played.compactions) - 1, before_turn=turn,
-                                                        log=None), played.case.repeat))
+                                                    turn, retained, self._situation(scenario, turn), played.row,
+                                                    len(played.compactions) - 1))
+
+    def _situation(self, scenario: Scenario, turn: int) -> behaviour.Situation:
+        """What the behaviour checks know before `turn`: the same for every case of the scenario."""
+        if (scenario.id, turn) not in self._situations:
+            self._situations[scenario.id, turn] = behaviour.situation(scenario, self.every_fact[scenario.id], turn)
+        return self._situations[scenario.id, turn]
 
     def _retention(self, event: CompactionEvent, left: str | None, index: int, turn: int, verbatim_from: int,
                    row: CaseRow) -> list[RetentionRecord]:

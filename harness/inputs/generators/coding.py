@@ -28,7 +28,7 @@ from pathlib import Path
 from ..importers.derive import derive, turn_text
 from ..importers.session import Call, Exchange, Session, Step, layout, to_scenario
 from ..writer import write_scenarios
-from .toolchains import ARCHETYPES, TOOLCHAINS, Failure
+from .toolchains import ARCHETYPES, TOOLCHAINS, Archetype, Failure, Toolchain
 
 CONSONANTS, VOWELS = "bdfgklmnprstvz", "aeiou"
 MIN_STEPS = 25  # the steps every kind of fact needs; longer sessions read and search more
@@ -47,18 +47,16 @@ class Options:
     seed: int = 0
 
 
-def kind_of(index: int) -> tuple[str, str]:
+def kind_of(index: int) -> tuple[Archetype, Toolchain]:
     """Session `index`'s archetype and toolchain: every pair once in 18 sessions."""
-    archetype = ARCHETYPES[index % len(ARCHETYPES)]
-    return archetype.name, list(TOOLCHAINS)[(index + index // len(ARCHETYPES)) % len(TOOLCHAINS)]
+    chains = list(TOOLCHAINS.values())
+    return ARCHETYPES[index % len(ARCHETYPES)], chains[(index + index // len(ARCHETYPES)) % len(chains)]
 
 
 def session(options: Options, index: int) -> tuple[Session, dict]:
     """One session, and its decision fact (planted in the turn whose text states it)."""
     rng = random.Random(f"coding-{options.seed}-{index}")
-    archetype_name, chain_name = kind_of(index)
-    archetype = next(a for a in ARCHETYPES if a.name == archetype_name)
-    chain = TOOLCHAINS[chain_name]
+    archetype, chain = kind_of(index)
 
     def word() -> str:
         return pronounceable(rng, 2)
@@ -96,7 +94,7 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
     def bash(command: str, result: str, error: bool = False) -> Step:
         return Step(None, [call("Bash", result, error, command=command)])
 
-    def read(path: str, names: list[str] = ()) -> Step:
+    def read(path: str, names: tuple[str, ...] = ()) -> Step:
         return Step(None, [call("Read", chain.source(rng, list(names), options.file_chars, word), file_path=path)])
 
     def todo(finished: int) -> Step:  # the plan as Claude Code's TodoWrite writes it
@@ -122,7 +120,7 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
         bash(run_tests, chain.failure(failure, rng), error=True),
         todo(1),
         bash(f"git log --oneline -6 -- {modules[0]}", log_lines),
-        read(modules[0], [function]),
+        read(modules[0], (function,)),
         search(function),
         bash(chain.install, install),
         bash(f"git show {culprit} --stat", f"commit {culprit}\n {modules[0]} | {rng.randint(2, 40)} "
@@ -131,7 +129,7 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
         bash(chain.serve.format(package=package), f"Listening on http://127.0.0.1:{port} (pid {rng.randint(2000, 60000)})"),
         decision,
         edit(modules[0], f"limit={rng.randint(2, 9)}", "limit=None", refused=True),
-        read(modules[0], [function]),
+        read(modules[0], (function,)),
         edit(modules[0], "return record[key]", "return record.get(key)"),
         todo(2),
     ]

@@ -208,6 +208,13 @@ def applied(call) -> bool:
     return not call.is_error and not _REFUSED.search(call.result or "")
 
 
+def took_effect(call) -> bool:
+    """The files a call names as written were written: an applied call, or a shell command that failed
+    (it may still have written its redirections) but was no edit tool's refusal."""
+    return applied(call) or (call.tool.lower() in SHELL_TOOLS and call.tool != "swe_agent"
+                             and not _REFUSED.search(call.result or ""))
+
+
 def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -> None:
     """The files changed and the commands run, as sets that grow: each item planted where it first
     happened (and is named in the history), so a compaction at any cut is scored on those so far."""
@@ -221,9 +228,7 @@ def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -
         written = written_files(call)
         if call.tool == "swe_agent" and first_line.startswith("edit") and open_file:
             written.append(open_file)
-        # A shell command that failed may still have written its redirections; an edit tool's refusal did not.
-        if applied(call) or (call.tool.lower() in SHELL_TOOLS and call.tool != "swe_agent" and not _REFUSED.search(
-                call.result or "")):
+        if took_effect(call):
             for path in written:
                 changed.setdefault(path, t)
         if call.tool.lower() in SHELL_TOOLS and first_line and not first_line.split()[0] in ("edit", "submit") \
