@@ -167,9 +167,10 @@ def test_model_text_stays_text_inside_the_explorer(tmp_path):
 
 
 def make_retention_run(folder: Path, retained: dict, prompts=("seed",), control=None, summary_tokens=100,
-                       model: str = MODEL) -> Path:
+                       model: str = MODEL, kind_of=lambda fact: "number") -> Path:
     """A run without probes: per prompt, `retained[prompt]` maps (scenario, fact) to the 0/1 outcomes of
-    that fact's successive compactions; every compaction's summary is `summary_tokens[prompt]` long."""
+    that fact's successive compactions; every compaction's summary is `summary_tokens[prompt]` long;
+    `kind_of(fact)` is the fact's kind."""
     folder.mkdir(parents=True)
     rows, compactions = [], []
     for prompt, facts_of in retained.items():
@@ -177,7 +178,7 @@ def make_retention_run(folder: Path, retained: dict, prompts=("seed",), control=
             case = f"{scenario}/summary/50%/{prompt}/0"
             for i, kept in enumerate(outcomes):
                 rows.append({"case": case, "scenario": scenario, "strategy": "summary", "budget": "50%",
-                             "prompt": prompt, "repeat": 0, "fact": fact, "kind": "number", "compaction": i,
+                             "prompt": prompt, "repeat": 0, "fact": fact, "kind": kind_of(fact), "compaction": i,
                              "expected": "42", "retained": bool(kept), "error": None, "model": model})
         tokens = summary_tokens[prompt] if isinstance(summary_tokens, dict) else summary_tokens
         compactions += [{"case": f"s/summary/50%/{prompt}/0", "strategy": "summary", "prompt": prompt,
@@ -214,6 +215,51 @@ def test_retention_gate_fails_a_prompt_that_keeps_nothing_and_passes_the_same_pr
     noisy = {k: ([1 - v[0]] + v[1:] if rng.random() < 0.1 else v) for k, v in seed.items()}
     same = make_retention_run(tmp_path / "same", {"seed": noisy})
     assert main(["gate", "--run", str(same), "--baseline", str(base), "--max-drop", "0.1"]) == 0
+
+
+def by_prefix(fact: str) -> str:
+    return fact.split("-")[0]
+
+
+def test_a_prompt_that_drops_one_kind_fails_on_that_kind_though_the_overall_drop_is_small(tmp_path, capsys):
+    rng = random.Random(6)
+    seed = {}
+    for s in range(30):
+        seed.update({(f"s{s}", f"other-{f}"): [int(rng.random() < 0.6)] for f in range(40)})
+        seed.update({(f"s{s}", f"files-{f}"): [1] for f in range(2)})
+        seed[(f"s{s}", "plan-0")] = [0]  # the baseline never keeps it: nothing a candidate could lose
+    base = make_retention_run(tmp_path / "base", {"seed": seed}, kind_of=by_prefix)
+    no_files = {k: [0] if k[1].startswith("files") else v for k, v in seed.items()}
+    dropped = make_retention_run(tmp_path / "dropped", {"seed": no_files}, kind_of=by_prefix)
+    assert main(["gate", "--run", str(dropped), "--baseline", str(base)]) == 100
+    out = capsys.readouterr().out
+    overall = next(line for line in out.splitlines() if line.startswith("| retention: seed @ all budgets"))
+    assert overall.endswith("| pass |")  # 60 of 1,290 facts: a 4.7% drop, under max_drop
+    assert "| retention of files: seed @ all budgets | 100% | 0% |" in out
+    assert "FAIL: files retention dropped 100.0% (more than 25.0%)" in out and "(0.05 over 3 kinds)" in out
+    assert "| retention of plan: seed @ all budgets | 0% | 0% |" in out and "unguarded: the baseline keeps 0%" in out
+    same = make_retention_run(tmp_path / "same", {"seed": seed}, kind_of=by_prefix)
+    assert main(["gate", "--run", str(same), "--baseline", str(base)]) == 0  # an unguarded kind blocks no pass
+
+
+def test_each_kind_is_tested_at_alpha_over_the_number_of_kinds(tmp_path, capsys):
+    """A kind loses its fact in 5 of 12 scenarios (-42%, p = 0.017): a failure when two kinds share
+    alpha (0.025), not when four do (0.0125)."""
+    def runs(kinds: int) -> tuple[Path, Path]:
+        seed = {(f"s{s}", f"{k}-0"): [1] for s in range(12) for k in "abcd"[:kinds]}
+        lost = {key: [0] if key[1] == "a-0" and int(key[0][1:]) < 5 else v for key, v in seed.items()}
+        folder = tmp_path / str(kinds)
+        return (make_retention_run(folder / "base", {"seed": seed}, kind_of=by_prefix),
+                make_retention_run(folder / "lost", {"seed": lost}, kind_of=by_prefix))
+
+    base, lost = runs(2)
+    main(["gate", "--run", str(lost), "--baseline", str(base), "--max-drop", "0.5"])
+    assert "FAIL: a retention dropped 41.7% (more than 25.0%), significant: p = 0.017" in capsys.readouterr().out
+    base, lost = runs(4)
+    main(["gate", "--run", str(lost), "--baseline", str(base), "--max-drop", "0.5"])
+    out = capsys.readouterr().out
+    guard = next(line for line in out.splitlines() if line.startswith("| retention of a: seed"))
+    assert "-42%" in guard and "FAIL" not in guard
 
 
 def test_summaries_that_grow_fail_on_size_even_when_they_keep_everything(tmp_path, capsys):

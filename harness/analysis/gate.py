@@ -17,6 +17,13 @@ is not steered by its summary prompt
 (its best prompt's retention is not significantly above the keeps-nothing control's). It also
 cannot judge when the baseline is missing or from another model, when nothing pairs up, or when
 errors exceed `max_error_rate`.
+
+A prompt that keeps most facts but drops one kind (the files changed, the plan) barely moves the
+overall rate, so each kind of fact is also guarded on its own, over all budgets: a kind fails when
+its rate drops by more than `max_kind_drop` and the paired test says so at `alpha` divided by the
+number of kinds tested (Bonferroni: seven kinds at 0.05 would otherwise fail an unchanged prompt
+three times in ten). A kind too small to test, or kept too rarely by the baseline to lose
+`max_kind_drop`, is said to be unguarded; that does not stop a pass (the overall cells carry the power).
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ class Cell:
     prompt_id: str = ""  # the prompt ids behind `prompt` and `baseline_prompt`
     baseline_prompt_id: str = ""
     paired_because: str = ""  # why the candidate is compared with this baseline prompt (`resolve_against`)
+    kind: str | None = None  # a kind guard's kind of fact; None: every fact
 
     @property
     def scope(self) -> str:
@@ -70,10 +78,13 @@ class Cell:
 
     @property
     def name(self) -> str:
-        return f"{self.metric}: {self.prompt} @ {self.scope}"
+        of = f" of {self.kind}" if self.kind else ""
+        return f"{self.metric}{of}: {self.prompt} @ {self.scope}"
 
     @property
     def result(self) -> str:
+        if self.kind and self.untested and not self.failures:
+            return f"unguarded: {self.untested}"
         return _result(self.failures, self.untested)
 
 
@@ -105,12 +116,13 @@ class Verdict:
     cells: list[Cell]
     checks: list[SummaryCheck] = field(default_factory=list)
     cannot_judge: list[str] = field(default_factory=list)  # reasons the whole gate cannot pass
+    kinds: list[Cell] = field(default_factory=list)  # the kind guards: they can fail a prompt, never block a pass
 
     @property
     def exit_code(self) -> int:
         """Regression when anything fails; else cannot judge when anything could not be judged."""
         results = [c.result for c in [*self.cells, *self.checks]]
-        if any(r.startswith("FAIL") for r in results):
+        if any(r.startswith("FAIL") for r in results + [c.result for c in self.kinds]):
             return EXIT_REGRESSION
         return EXIT_CANNOT_JUDGE if self.cannot_judge or any(r != "pass" for r in results) else EXIT_PASS
 
@@ -276,6 +288,7 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
                                      f"{settings.power:.0%}), not the {settings.max_drop:.1%} the gate allows; add "
                                      "facts, scenarios or repeats")
                 verdict.cells.append(cell)
+            verdict.kinds += kind_guards(theirs, mine, verdict.cells[-1], settings)
     for cell in {c.prompt: c for c in verdict.cells}.values():
         before = _summaries(baseline, cell.strategy, cell.baseline_prompt_id)
         after = _summaries(candidate, cell.strategy, cell.prompt_id)
@@ -285,6 +298,39 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
     if problem := sensitivity_problem(baseline, settings.alpha):
         verdict.cannot_judge.append(problem)
     return verdict
+
+
+def kind_guards(theirs: pd.DataFrame, mine: pd.DataFrame, overall: Cell, settings: GateSettings) -> list[Cell]:
+    """One guard per kind of fact in the baseline's units of a prompt (`theirs`), over all budgets;
+    `overall` is the prompt's cell over all budgets, whose names and pairing the guards share."""
+    kinds = sorted(set(theirs["kind"].dropna()))
+    if len(kinds) < 2:  # one kind: the overall cell says it all
+        return []
+    alpha = settings.alpha / len(kinds)
+    guards = []
+    for kind in kinds:
+        reference, rows = theirs[theirs["kind"] == kind], mine[mine["kind"] == kind]
+        comparison = pair_units(reference, rows, overall.comparison.label_a, overall.comparison.label_b, overall.metric)
+        guard = Cell(overall.metric, overall.prompt, overall.baseline_prompt, ALL_BUDGETS, comparison,
+                     overall.error_rate, minimum_detectable_drop(reference["value"], reference["scenario"], alpha,
+                                                                settings.power),
+                     strategy=overall.strategy, prompt_id=overall.prompt_id,
+                     baseline_prompt_id=overall.baseline_prompt_id, paired_because=overall.paired_because, kind=kind)
+        drop, p = -comparison.difference, comparison.p_value
+        if comparison.n and drop > settings.max_kind_drop and p is not None and p < alpha:
+            guard.failures.append(f"{kind} {overall.metric} dropped {drop:.1%} (more than "
+                                  f"{settings.max_kind_drop:.1%}), significant: p = {p:.3g} < {alpha:.3g} "
+                                  f"({settings.alpha:g} over {len(kinds)} kinds)")
+        elif not comparison.test.judged:
+            guard.untested = f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')})"
+        elif comparison.recall_a <= settings.max_kind_drop:
+            guard.untested = (f"the baseline keeps {comparison.recall_a:.0%}, so it cannot lose more than "
+                              f"{settings.max_kind_drop:.0%}")
+        elif guard.detectable_drop is None or guard.detectable_drop > comparison.recall_a:
+            guard.untested = (f"detects only drops of {guard.detectable_drop or 1:.0%} or more at alpha {alpha:.3g}, "
+                              f"more than the baseline's {comparison.recall_a:.0%}: add scenarios")
+        guards.append(guard)
+    return guards
 
 
 def detectable_drops(baseline: Run, settings: GateSettings) -> dict[str, float | None]:

@@ -75,9 +75,8 @@ def gate_settings(args: argparse.Namespace, about):
     from ..analysis.gate import manifest_settings
     from ..inputs.evalfile import GateSettings
 
-    given = {k: v for k, v in dict(max_drop=args.max_drop, alpha=args.alpha, floor=args.floor,
-                                   max_error_rate=args.max_error_rate, max_summary_growth=args.max_summary_growth,
-                                   max_cap_increase=args.max_cap_increase).items() if v is not None}
+    names = ("max_drop", "max_kind_drop", "alpha", "floor", "max_error_rate", "max_summary_growth", "max_cap_increase")
+    given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     try:
         return GateSettings(**{**manifest_settings(about).model_dump(), **given})
     except ValidationError as exc:
@@ -213,10 +212,14 @@ def register(commands) -> None:
     gate.add_argument("--baseline", type=Path, help="baseline folder (default: RESULTS/baselines/<eval name>)")
     gate.add_argument("--against", metavar="PROMPT", help="the baseline prompt to compare with (default: the "
                                                            "prompt of the same id, else the baseline's first)")
-    gate.add_argument("--max-drop", type=float)
-    gate.add_argument("--alpha", type=float)
-    gate.add_argument("--floor", type=float)
-    gate.add_argument("--max-error-rate", type=float)
+    gate.add_argument("--max-drop", type=float, help="fail when retention or recall drops more than this share, "
+                                                      "significantly (default 0.05)")
+    gate.add_argument("--max-kind-drop", type=float, help="fail when one kind of fact's rate drops more than this, "
+                                                           "significantly at alpha over the kinds (default 0.25)")
+    gate.add_argument("--alpha", type=float, help="significance level of the paired test over scenarios (default 0.05)")
+    gate.add_argument("--floor", type=float, help="fail when retention or recall falls under this (default 0)")
+    gate.add_argument("--max-error-rate", type=float, help="cannot judge when more units than this failed with "
+                                                            "errors (default 0.1)")
     gate.add_argument("--max-summary-growth", type=float, help="fail when median summary tokens grow more than this "
                                                                 "share over the baseline's (default 0.25)")
     gate.add_argument("--max-cap-increase", type=float, help="fail when the share of summaries stopping at their token "

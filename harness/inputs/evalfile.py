@@ -57,6 +57,9 @@ class GateSettings(BaseModel):
     max_drop: StrictFloat = Field(default=0.05, ge=0, le=1, description="Largest tolerated drop in recall.")
     alpha: StrictFloat = Field(default=0.05, gt=0, lt=1, description="Significance level of the paired test.")
     floor: StrictFloat = Field(default=0.0, ge=0, le=1, description="Recall under this fails outright.")
+    max_kind_drop: StrictFloat = Field(
+        default=0.25, ge=0, le=1, description="Largest tolerated drop in one kind of fact's rate (the files changed, "
+                                              "the plan, ...), tested at alpha over the number of kinds.")
     max_error_rate: StrictFloat = Field(default=0.1, ge=0, le=1, description="More errors than this: cannot judge.")
     max_summary_growth: StrictFloat = Field(
         default=0.25, ge=0, description="Fail when the candidate's median summary is this much longer (in "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.gate import ALL_BUDGETS, EXIT_CANNOT_JUDGE, EXIT_PASS, EXIT_REGRESSION, Verdict
+from ..analysis.gate import ALL_BUDGETS, EXIT_CANNOT_JUDGE, EXIT_PASS, EXIT_REGRESSION, Cell, Verdict
 from ..inputs.evalfile import GateSettings
 from .comparisons import test_cells
 from .render import markdown_table
@@ -17,9 +17,9 @@ from .render import markdown_table
 LISTED = 30  # lost facts listed per cell in the markdown; all of them are in the JUnit file
 
 
-def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, baseline: Path) -> str:
+def _cells_table(cells: list[Cell]) -> str:
     rows = {}
-    for c in verdict.cells:
+    for c in cells:
         t = c.comparison.test
         rows[c.name] = {
             "baseline": f"{t.mean_a:.0%}", "candidate": f"{t.mean_b:.0%}",
@@ -28,6 +28,10 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
             "lost / gained": f"{len(c.comparison.lost)} / {len(c.comparison.gained)}",
             "result": c.result,
         }
+    return markdown_table(pd.DataFrame.from_dict(rows, orient="index"))
+
+
+def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, baseline: Path) -> str:
     titles = {EXIT_PASS: "pass", EXIT_REGRESSION: "regression", EXIT_CANNOT_JUDGE: "cannot judge"}
     floor = f", falls under {settings.floor:.0%}" if settings.floor > 0 else ""
     parts = [f"### Summary-prompt gate: {titles[verdict.exit_code]}",
@@ -35,7 +39,11 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
              f"(paired test over scenarios){floor}, when summaries grow more than {settings.max_summary_growth:.0%}, "
              f"or when more of them stop at the token cap (by more than {settings.max_cap_increase:.0%}); cannot "
              f"pass an eval unable to detect a {settings.max_drop:.0%} drop with {settings.power:.0%} power.",
-             markdown_table(pd.DataFrame.from_dict(rows, orient="index"))]
+             _cells_table(verdict.cells)]
+    if verdict.kinds:
+        parts += [f"Each kind of fact on its own: fails when it drops more than {settings.max_kind_drop:.0%}, "
+                  f"significantly at {settings.alpha} over the number of kinds; a kind the eval cannot test is "
+                  "unguarded, which does not stop a pass.", _cells_table(verdict.kinds)]
     parts += [f"Candidate `{c.prompt}` is compared with baseline `{c.baseline_prompt}` ({c.paired_because})."
               for c in {c.prompt: c for c in verdict.cells}.values()]
     if verdict.checks:
@@ -57,12 +65,13 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
 
 
 def junit_xml(verdict: Verdict) -> str:
-    cells, checks = verdict.cells, verdict.checks
+    cells, checks = [*verdict.cells, *verdict.kinds], verdict.checks
     suite = ET.Element("testsuite", name="compaction-gate", tests=str(len(cells) + len(checks)),
                        failures=str(sum(bool(c.failures) for c in cells) + sum(bool(c.failure) for c in checks)),
-                       skipped=str(sum(c.result.startswith("cannot") for c in [*cells, *checks])))
+                       skipped=str(sum(c.result.startswith(("cannot", "unguarded")) for c in [*cells, *checks])))
     for c in cells:
-        case = ET.SubElement(suite, "testcase", classname=f"{c.metric}.{c.prompt}", name=c.scope)
+        case = ET.SubElement(suite, "testcase", classname=f"{c.metric}.{c.prompt}",
+                             name=f"{c.kind} @ {c.scope}" if c.kind else c.scope)
         if c.failures:
             failure = ET.SubElement(case, "failure", message="; ".join(c.failures))
             failure.text = "\n".join(f"lost {r.scenario}/{r.fact} ({r.budget})" for r in c.comparison.lost.itertuples())
