@@ -138,3 +138,18 @@ def test_cli_warns_when_repeats_would_be_copies(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(harness.execution.executors, "open_model", lambda *a, **k: FakeClient(summariser))
     assert main(["run", str(path), "--results", str(tmp_path / "results"), "--quiet"]) == 0
     assert "warning: 4 repeats at temperature 0 would be copies of one answer; collapsed to 1" in capsys.readouterr().err
+
+
+def test_init_writes_an_agent_gate_on_coding_sessions_or_a_chat_gate_that_points_to_it(tmp_path, capsys):
+    assert main(["init", str(tmp_path / "agent"), "--kind", "agent"]) == 0
+    spec = load_eval(tmp_path / "agent" / "evals" / "compaction-gate.yaml")
+    assert (spec.spec.cut, spec.spec.budgets, spec.spec.probes) == ("steps", ["78%"], False)
+    sessions = sorted((tmp_path / "agent" / "scenarios" / "compaction").glob("*.yaml"))
+    assert len(sessions) == 12
+    kinds = {fact.kind for path in sessions for fact in probes(load_scenario(path))}
+    assert {"artifact", "plan", "constraint", "identifier", "continuation"} <= kinds
+    assert "coding-agent sessions" in (tmp_path / "agent" / "evals" / "README.md").read_text()
+    assert "--kind agent" not in capsys.readouterr().out
+    assert main(["init", str(tmp_path / "chat")]) == 0
+    assert "`harness init --kind agent`" in capsys.readouterr().out
+    assert main(["validate", str(tmp_path / "agent" / "evals" / "compaction-gate.yaml")]) == 0

@@ -203,12 +203,15 @@ def cmd_init(args: argparse.Namespace) -> int:
     embedded = catalog_model(args.model)
     install = (f"harness models install {embedded.name}  # its weights, verified by SHA-256" if embedded
                else f"true  # {args.model} needs no local weights")
-    written = write_starter(args.dir, args.model, install, args.force)
+    written = write_starter(args.dir, args.model, install, args.force, args.kind)
     scenarios = [p for p in written if p.suffix == ".yaml" and "scenarios" in p.parts]
     for path in written:
         if path not in scenarios:
             print(f"wrote {path}")
     print(f"wrote {plural(len(scenarios), 'generated scenario')} in {scenarios[0].parent}")
+    if args.kind == "chat":
+        print("  (your agent calls tools? `harness init --kind agent`, in a folder without this starter, gates on "
+              "coding-agent sessions instead, by kind of fact: files changed, plan, constraints, identifiers)")
     readme = (args.dir / "evals" / "README.md").read_text(encoding="utf-8")
     print("\nNext, record the first baseline (also in evals/README.md):\n" + readme.split("```sh\n")[1].split("```")[0])
     return EXIT_OK
@@ -220,6 +223,9 @@ def register(commands) -> None:
     init.add_argument("dir", type=Path, nargs="?", default=Path("."), help="the repository (default: here)")
     init.add_argument("--model", default="local", help="the model the gate runs on (default: local, the default "
                                                         "embedded model; `harness models` lists them)")
+    init.add_argument("--kind", choices=["chat", "agent"], default="chat",
+                      help="what the gate's scenarios are: chats (default), or coding-agent sessions for an agent "
+                           "that calls tools (gated per kind of fact: files changed, plan, constraints, ...)")
     init.add_argument("--force", action="store_true", help="overwrite the starter's files where they exist")
     init.set_defaults(handler=cmd_init)
 

@@ -1,8 +1,9 @@
 """`harness init`: a starter for gating a summary prompt in a user's own repository.
 
 It writes the shipped seed prompt as the prompt to tune (`evals/prompts/summary.txt`) beside the
-keeps-nothing control, a gate eval over a small generated scenario set, a CI workflow that runs
-the gate when a prompt changes, and the lines that record the first baseline. The templates and
+keeps-nothing control, a gate eval over a small generated scenario set (chats, or coding-agent
+sessions for an agent that calls tools), a CI workflow that runs the gate when a prompt changes,
+and the lines that record the first baseline. The templates and
 prompts ship inside the package, so this works from an installed wheel, outside any clone.
 """
 
@@ -12,12 +13,16 @@ from importlib import metadata, resources
 from pathlib import Path
 
 from ..errors import InputError
-from .generators.chat import Options, scenario
+from .generators import chat, coding
 from .writer import write_scenarios
 
-# The design of this project's own gate (evals/gate.yaml): many short conversations, each compacted
-# once; on the default embedded model it detects retention drops of about 4%.
-STARTER_SCENARIOS = Options(scenarios=64, facts=3, filler_chars=0, seed=1)
+# The designs of this project's own gates. evals/gate.yaml: many short conversations, each compacted
+# once; on the default embedded model it detects retention drops of about 4%. evals/agent-gate.yaml:
+# 12 coding-agent sessions compacted once inside the tool loop, about 3.7%, by kind of fact.
+STARTER_CHATS = chat.Options(scenarios=64, facts=3, filler_chars=0, seed=1)
+STARTER_SESSIONS = coding.Options(scenarios=12, steps=28, file_chars=600, seed=1)
+TEMPLATES = {"chat": "compaction-gate.yaml", "agent": "agent-gate.yaml"}
+SCENARIOS = {"chat": "generated conversations", "agent": "generated coding-agent sessions"}
 
 
 def shipped(*parts: str) -> str:
@@ -25,26 +30,31 @@ def shipped(*parts: str) -> str:
     return resources.files("harness").joinpath(*parts).read_text(encoding="utf-8")
 
 
-def starter_files(model: str, install: str) -> dict[str, str]:
+def starter_files(model: str, install: str, kind: str = "chat") -> dict[str, str]:
     """The starter's files (path relative to the repository -> text), scenarios left out. `install`:
-    the workflow's command that installs the model's weights."""
+    the workflow's command that installs the model's weights; `kind`: "chat" or "agent", the gate's
+    scenarios."""
     version = metadata.version("compaction-harness")
 
     def fill(text: str) -> str:
-        return text.replace("{model}", model).replace("{version}", version).replace("{install_model}", install)
+        return (text.replace("{model}", model).replace("{version}", version).replace("{install_model}", install)
+                .replace("{scenarios}", SCENARIOS[kind]))
     return {
         "evals/prompts/summary.txt": shipped("prompts", "seed.txt"),
         "evals/prompts/keeps-nothing.txt": shipped("prompts", "keeps-nothing.txt"),
-        "evals/compaction-gate.yaml": fill(shipped("templates", "compaction-gate.yaml")),
+        "evals/compaction-gate.yaml": fill(shipped("templates", TEMPLATES[kind])),
         "evals/README.md": fill(shipped("templates", "README.md")),
         ".github/workflows/compaction-gate.yml": fill(shipped("templates", "compaction-gate.yml")),
     }
 
 
-def write_starter(root: Path, model: str, install: str, force: bool = False) -> list[Path]:
+def write_starter(root: Path, model: str, install: str, force: bool = False, kind: str = "chat") -> list[Path]:
     """Write the starter under `root`; existing files are refused (all of them named) unless `force`."""
-    files = starter_files(model, install)
-    scenarios = [scenario(STARTER_SCENARIOS, i) for i in range(STARTER_SCENARIOS.scenarios)]
+    files = starter_files(model, install, kind)
+    if kind == "agent":
+        scenarios = [coding.scenario(STARTER_SESSIONS, i) for i in range(STARTER_SESSIONS.scenarios)]
+    else:
+        scenarios = [chat.scenario(STARTER_CHATS, i) for i in range(STARTER_CHATS.scenarios)]
     targets = [root / name for name in files] + [root / "scenarios" / "compaction" / f"{s['id']}.yaml"
                                                   for s in scenarios]
     existing = [str(path) for path in targets if path.exists()]

@@ -168,13 +168,16 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
     return log, fact
 
 
-def generate(options: Options, out: Path) -> list[Path]:
+def scenario(options: Options, index: int) -> dict:
+    """Session `index` as scenario data: its facts derived as an imported log's are, plus its decision."""
     if options.steps < MIN_STEPS:
         raise ValueError(f"--steps {options.steps}: a coding session needs at least {MIN_STEPS} tool steps")
-    data = []
-    for index in range(options.scenarios):
-        log, decision = session(options, index)
-        facts = derive(log)
-        facts.setdefault(decision.pop("_turn"), []).append(decision)
-        data.append(to_scenario(log, facts))
+    log, decision = session(options, index)
+    facts = derive(log)
+    facts.setdefault(decision.pop("_turn"), []).append(decision)
+    return to_scenario(log, facts)
+
+
+def generate(options: Options, out: Path) -> list[Path]:
+    data = [scenario(options, index) for index in range(options.scenarios)]
     return [path for path, _ in write_scenarios(data, out, "harness generate --kind coding")]
