@@ -148,6 +148,9 @@ def test_each_check_is_paired_with_the_full_history_floor_over_scenarios():
     row = table.loc[("summary: seed", "breaks a constraint the user gave")]
     assert row["compacted"].startswith("67% (12/18") and row["full history (the floor)"].startswith("0% (0/18")
     assert "more often than the floor" in row["difference"]
+    better = behaviour_at_the_cut(cuts([], [0, 1]))  # the full-history agent went wrong, the compacted one not
+    assert "less often than the floor" in better.loc[("summary: seed", "breaks a constraint the user gave"),
+                                                     "difference"]
     same = behaviour_at_the_cut(cuts([0], [0]))  # the same steps either way: nothing to blame on compaction
     assert "not distinguishable from the floor" in same.loc[("summary: seed", "breaks a constraint the user gave"),
                                                              "difference"]

@@ -186,8 +186,12 @@ def behaviour_at_the_cut(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataF
                 continue
             wrong = 1.0 - pairs[["hit_a", "hit_b"]]
             test = paired_test(wrong["hit_a"], wrong["hit_b"], pairs["scenario"])
-            verdict = "" if not test.judged else ": more often than the floor" if test.p_value < alpha and \
-                test.difference > 0 else ": not distinguishable from the floor"
+            if not test.judged:
+                verdict = ""
+            elif test.p_value < alpha:  # compaction may also make a step go wrong less often
+                verdict = f": {'more' if test.difference > 0 else 'less'} often than the floor"
+            else:
+                verdict = ": not distinguishable from the floor"
             rows[(v, what)] = {"compacted": rate(wrong["hit_b"], pairs["scenario"]).text(),
                                "full history (the floor)": rate(wrong["hit_a"], pairs["scenario"]).text(),
                                "difference": test.describe() + verdict}
