@@ -247,7 +247,7 @@ def test_the_embedded_model_gets_a_one_line_refusal_and_claude_strategies_are_sk
                                      "strategies: [summary]\nclaude_strategies: [anthropic-compact]\n")
     assert main(["validate", str(tmp_path / "e.yaml")]) == 0
     assert "skipped on the embedded model (they need Claude's API): anthropic-compact" in capsys.readouterr().out
-    (tmp_path / "e.yaml").write_text(f"name: e\nscenarios: [s.yaml]\nmodel: claude-x\nbudgets: ['40%']\n"
+    (tmp_path / "e.yaml").write_text("name: e\nscenarios: [s.yaml]\nmodel: claude-x\nbudgets: ['40%']\n"
                                      "strategies: [anthropic-auto-compact]\n")
     assert main(["validate", str(tmp_path / "e.yaml")]) == 1
     assert "set unit: tokens" in capsys.readouterr().err

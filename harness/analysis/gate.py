@@ -288,7 +288,8 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
                                      f"{settings.power:.0%}), not the {settings.max_drop:.1%} the gate allows; add "
                                      "facts, scenarios or repeats")
                 verdict.cells.append(cell)
-            verdict.kinds += kind_guards(theirs, mine, verdict.cells[-1], settings)
+                if budget == ALL_BUDGETS:
+                    verdict.kinds += kind_guards(theirs, mine, cell, settings)
     for cell in {c.prompt: c for c in verdict.cells}.values():
         before = _summaries(baseline, cell.strategy, cell.baseline_prompt_id)
         after = _summaries(candidate, cell.strategy, cell.prompt_id)
@@ -327,8 +328,10 @@ def kind_guards(theirs: pd.DataFrame, mine: pd.DataFrame, overall: Cell, setting
             guard.untested = (f"the baseline keeps {comparison.recall_a:.0%}, so it cannot lose more than "
                               f"{settings.max_kind_drop:.0%}")
         elif guard.detectable_drop is None or guard.detectable_drop > comparison.recall_a:
-            guard.untested = (f"detects only drops of {guard.detectable_drop or 1:.0%} or more at alpha {alpha:.3g}, "
-                              f"more than the baseline's {comparison.recall_a:.0%}: add scenarios")
+            can = (f"only drops of {guard.detectable_drop:.0%} or more" if guard.detectable_drop is not None
+                   else "nothing: the baseline has too few scenarios")
+            guard.untested = (f"detects {can} at alpha {alpha:.3g}, not the baseline's "
+                              f"{comparison.recall_a:.0%} it could lose: add scenarios")
         guards.append(guard)
     return guards
 

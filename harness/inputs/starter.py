@@ -9,8 +9,11 @@ prompts ship inside the package, so this works from an installed wheel, outside 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from .generators import chat, coding
@@ -19,10 +22,22 @@ from .writer import write_scenarios
 # The designs of this project's own gates. evals/gate.yaml: many short conversations, each compacted
 # once; on the default embedded model it detects retention drops of about 4%. evals/agent-gate.yaml:
 # 12 coding-agent sessions compacted once inside the tool loop, about 3.7%, by kind of fact.
+@dataclass(frozen=True)
+class StarterKind:
+    template: str  # the gate eval's template under harness/templates
+    scenarios: str  # what the generated scenarios are, in the starter's README
+    generate: Callable[[], list[dict[str, Any]]]  # the starter's scenarios
+
+
 STARTER_CHATS = chat.Options(scenarios=64, facts=3, filler_chars=0, seed=1)
 STARTER_SESSIONS = coding.Options(scenarios=12, steps=28, file_chars=600, seed=1)
-TEMPLATES = {"chat": "compaction-gate.yaml", "agent": "agent-gate.yaml"}
-SCENARIOS = {"chat": "generated conversations", "agent": "generated coding-agent sessions"}
+KINDS = {
+    "chat": StarterKind(template="compaction-gate.yaml", scenarios="generated conversations",
+                        generate=lambda: [chat.scenario(STARTER_CHATS, i) for i in range(STARTER_CHATS.scenarios)]),
+    "agent": StarterKind(template="agent-gate.yaml", scenarios="generated coding-agent sessions",
+                         generate=lambda: [coding.scenario(STARTER_SESSIONS, i)
+                                           for i in range(STARTER_SESSIONS.scenarios)]),
+}
 
 
 def shipped(*parts: str) -> str:
@@ -38,11 +53,11 @@ def starter_files(model: str, install: str, kind: str = "chat") -> dict[str, str
 
     def fill(text: str) -> str:
         return (text.replace("{model}", model).replace("{version}", version).replace("{install_model}", install)
-                .replace("{scenarios}", SCENARIOS[kind]))
+                .replace("{scenarios}", KINDS[kind].scenarios))
     return {
         "evals/prompts/summary.txt": shipped("prompts", "seed.txt"),
         "evals/prompts/keeps-nothing.txt": shipped("prompts", "keeps-nothing.txt"),
-        "evals/compaction-gate.yaml": fill(shipped("templates", TEMPLATES[kind])),
+        "evals/compaction-gate.yaml": fill(shipped("templates", KINDS[kind].template)),
         "evals/README.md": fill(shipped("templates", "README.md")),
         ".github/workflows/compaction-gate.yml": fill(shipped("templates", "compaction-gate.yml")),
     }
@@ -51,10 +66,7 @@ def starter_files(model: str, install: str, kind: str = "chat") -> dict[str, str
 def write_starter(root: Path, model: str, install: str, force: bool = False, kind: str = "chat") -> list[Path]:
     """Write the starter under `root`; existing files are refused (all of them named) unless `force`."""
     files = starter_files(model, install, kind)
-    if kind == "agent":
-        scenarios = [coding.scenario(STARTER_SESSIONS, i) for i in range(STARTER_SESSIONS.scenarios)]
-    else:
-        scenarios = [chat.scenario(STARTER_CHATS, i) for i in range(STARTER_CHATS.scenarios)]
+    scenarios = KINDS[kind].generate()
     targets = [root / name for name in files] + [root / "scenarios" / "compaction" / f"{s['id']}.yaml"
                                                   for s in scenarios]
     existing = [str(path) for path in targets if path.exists()]
