@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test gate models docs docs-serve clean
+.PHONY: demo test lint gate models docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ demo: models
 
 test: models
 	$(BIN)/pytest -q
+
+# Lint and format with ruff (pyproject.toml); the tests check that nothing is left to fix.
+lint: $(STAMP)
+	$(BIN)/ruff check --fix harness tests scripts
+	$(BIN)/ruff format harness tests scripts
 
 # Our own summary prompts go through the same gates as users' ones: summary retention on the
 # generated chats of evals/gate.yaml and the generated coding-agent sessions of evals/agent-gate.yaml,

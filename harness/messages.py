@@ -78,13 +78,19 @@ def cut_points(messages: list[Message], steps: bool = False) -> list[int]:
     """Where a history may be cut: each exchange start (a user turn); with `steps`, also each step
     of a tool loop, an assistant message after tool results, before which every tool_use already
     has its tool_result. Never between a tool_use and its result."""
-    return [i for i, m in enumerate(messages)
-            if is_user_turn(m) or (steps and i and m["role"] == "assistant" and _holds_results(messages[i - 1]))]
+    return [
+        i
+        for i, m in enumerate(messages)
+        if is_user_turn(m) or (steps and i and m["role"] == "assistant" and _holds_results(messages[i - 1]))
+    ]
 
 
 def _holds_results(message: Message) -> bool:
-    return message["role"] == "user" and isinstance(message["content"], list) and any(
-        block.get("type") == "tool_result" for block in message["content"])
+    return (
+        message["role"] == "user"
+        and isinstance(message["content"], list)
+        and any(block.get("type") == "tool_result" for block in message["content"])
+    )
 
 
 def opens_with_compaction(messages: list[Message]) -> bool:
@@ -101,11 +107,17 @@ def history_problem(messages: list[Message]) -> str | None:
     for i, message in enumerate(messages):
         if i and message["role"] == messages[i - 1]["role"]:
             return f"messages {i - 1} and {i} are both {message['role']}"
-        asked = {b["id"] for b in message["content"] if b.get("type") == "tool_use"} \
-            if message["role"] == "assistant" and isinstance(message["content"], list) else set()
+        asked = (
+            {b["id"] for b in message["content"] if b.get("type") == "tool_use"}
+            if message["role"] == "assistant" and isinstance(message["content"], list)
+            else set()
+        )
         following = messages[i + 1]["content"] if i + 1 < len(messages) else None
-        answered = {b["tool_use_id"] for b in following if b.get("type") == "tool_result"} \
-            if isinstance(following, list) else set()
+        answered = (
+            {b["tool_use_id"] for b in following if b.get("type") == "tool_result"}
+            if isinstance(following, list)
+            else set()
+        )
         if asked - answered and i + 1 < len(messages):
             return f"a tool_use of message {i} has no tool_result in message {i + 1}"
         if answered - asked:

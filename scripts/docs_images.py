@@ -18,13 +18,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "docs" / "images"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--virtual-time-budget=5000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--virtual-time-budget=5000",
+]
 # Shows only the explorer, filtered to one fact with its first probe opened.
 EXPLORER = """<script>window.addEventListener('load', () => {
-  const select = document.getElementById('filter-fact'); select.value = FACT; select.dispatchEvent(new Event('change'));
-  const details = document.querySelector('#facts details'); details.open = true; details.dispatchEvent(new Event('toggle'));
+  const select = document.getElementById('filter-fact');
+  select.value = FACT; select.dispatchEvent(new Event('change'));
+  const details = document.querySelector('#facts details');
+  details.open = true; details.dispatchEvent(new Event('toggle'));
   document.body.replaceChildren(...['explorer', 'filters', 'shown', 'facts'].map(i => document.getElementById(i)));
 });</script></body>"""
 
@@ -33,8 +44,19 @@ def shoot(page: Path, png: Path, size: str, work: Path) -> None:
     chromium = shutil.which("chromium")
     if chromium is None:
         sys.exit("chromium is not installed: run scripts/install-chromium.sh")
-    subprocess.run([chromium, *FLAGS, f"--user-data-dir={work / 'profile'}", f"--window-size={size}",
-                    f"--screenshot={png}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [
+            chromium,
+            *FLAGS,
+            f"--user-data-dir={work / 'profile'}",
+            f"--window-size={size}",
+            f"--screenshot={png}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
 
 
 def pick_case(records: list[dict]) -> list[dict]:
@@ -44,14 +66,22 @@ def pick_case(records: list[dict]) -> list[dict]:
     for record in records:
         if record["strategy"] == "summary" and record["compactions"] and record["location"]:
             cases.setdefault(record["case"], []).append(record)
-    return max(cases.values(), key=lambda probes: (len({p["location"] for p in probes}), len(probes),
-                                                   probes[0]["prompt"] == "seed", probes[0]["case"]))
+    return max(
+        cases.values(),
+        key=lambda probes: (
+            len({p["location"] for p in probes}),
+            len(probes),
+            probes[0]["prompt"] == "seed",
+            probes[0]["case"],
+        ),
+    )
 
 
 def draw_compaction(run_dir: Path, png: Path) -> None:
     """The scripted turns above; below, the history its probes saw: one summary in place of the
     folded turns, then the turns kept verbatim; each fact at its turn, and where it was at probe time."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, Rectangle
@@ -82,18 +112,28 @@ def draw_compaction(run_dir: Path, png: Path) -> None:
 
     def facts(x: float, y: float, chosen: list[dict], label) -> None:
         for row, probe in enumerate(chosen):
-            axes.text(x, y - 0.3 * row, label(probe), ha="center", va="top", fontsize=9,
-                      color=colour[probe["location"]])
+            axes.text(
+                x, y - 0.3 * row, label(probe), ha="center", va="top", fontsize=9, color=colour[probe["location"]]
+            )
 
     axes.text(-0.1, top - 0.15, "The conversation as scripted", fontsize=11, weight="bold", va="top")
     upper_y = top - 0.45 - upper
     for turn in range(turns):
         box(turn + 0.05, upper_y, 0.9, upper, "#eeeeee" if turn < verbatim else "#e3f2fd", f"turn {turn}")
         facts(turn + 0.5, upper_y + upper - 0.45, planted[turn], lambda p: p["fact"])
-    axes.add_artist(FancyArrowPatch((verbatim / 2, upper_y - 0.05), (verbatim / 2, upper_y - 0.55),
-                                    arrowstyle="-|>", mutation_scale=14))
-    axes.text(verbatim / 2 + 0.1, upper_y - 0.28, f"turns 0-{verbatim - 1} folded by the summary prompt "
-              f"({len(compactions)} compaction{'s' if len(compactions) > 1 else ''})", fontsize=10, va="center")
+    axes.add_artist(
+        FancyArrowPatch(
+            (verbatim / 2, upper_y - 0.05), (verbatim / 2, upper_y - 0.55), arrowstyle="-|>", mutation_scale=14
+        )
+    )
+    axes.text(
+        verbatim / 2 + 0.1,
+        upper_y - 0.28,
+        f"turns 0-{verbatim - 1} folded by the summary prompt "
+        f"({len(compactions)} compaction{'s' if len(compactions) > 1 else ''})",
+        fontsize=10,
+        va="center",
+    )
 
     axes.text(-0.1, lower + 0.45, "The history the probes saw", fontsize=11, weight="bold", va="top")
     box(0.05, 0, verbatim - 0.1, lower, "#fff8e1", "[Conversation summary: ...]")
@@ -101,8 +141,11 @@ def draw_compaction(run_dir: Path, png: Path) -> None:
     for turn in range(verbatim, turns):
         box(turn + 0.05, 0, 0.9, lower, "#e3f2fd", f"turn {turn}")
         facts(turn + 0.5, lower - 0.45, planted[turn], lambda p: f"{p['fact']}\nprobe: {p['verdict']}")
-    axes.set_title(f"{probes[0]['scenario']}: summary prompt {probes[0]['prompt']}, budget {probes[0]['budget']}, "
-                   f"{probes[0]['model'].split(':')[0]}", fontsize=11)
+    axes.set_title(
+        f"{probes[0]['scenario']}: summary prompt {probes[0]['prompt']}, budget {probes[0]['budget']}, "
+        f"{probes[0]['model'].split(':')[0]}",
+        fontsize=11,
+    )
     figure.tight_layout()
     figure.savefig(png, dpi=110)
     plt.close(figure)

@@ -27,7 +27,11 @@ def cli_page() -> str:
 
     os.environ["COLUMNS"] = "100"  # argparse wraps help to the terminal: a fixed width, a stable page
     parser = build_parser()
-    parts = [GENERATED, "# Command line\n\n", "Every `harness` command and flag, as `harness COMMAND --help` prints it.\n"]
+    parts = [
+        GENERATED,
+        "# Command line\n\n",
+        "Every `harness` command and flag, as `harness COMMAND --help` prints it.\n",
+    ]
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for name, sub in commands.choices.items():
         parts.append(f"\n## harness {name}\n\n```text\n{sub.format_help().strip()}\n```\n")
@@ -70,8 +74,12 @@ def _model_table(schema: dict[str, Any]) -> str:
 
 def format_page(title: str, model: Any, intro: str) -> str:
     schema = model.model_json_schema()
-    parts = [GENERATED, f"# {title}\n\n{intro}\n\n## {schema.get('title', model.__name__)}\n\n",
-             f"{(schema.get('description') or '').strip()}\n\n", _model_table(schema)]
+    parts = [
+        GENERATED,
+        f"# {title}\n\n{intro}\n\n## {schema.get('title', model.__name__)}\n\n",
+        f"{(schema.get('description') or '').strip()}\n\n",
+        _model_table(schema),
+    ]
     for name, definition in sorted(schema.get("$defs", {}).items()):
         parts.append(f"\n## {name}\n\n{(definition.get('description') or '').strip()}\n\n{_model_table(definition)}")
     return "".join(parts)
@@ -81,20 +89,30 @@ def exit_codes_page() -> str:
     from harness.cli.common import EXIT_CODES
 
     rows = "\n".join(f"| {code} | {_cell(meaning)} |" for code, meaning in EXIT_CODES.items())
-    return (f"{GENERATED}# Exit codes\n\nEvery exit status of `harness`: scripts and CI read them.\n\n"
-            f"| exit | meaning |\n|---|---|\n{rows}\n")
+    return (
+        f"{GENERATED}# Exit codes\n\nEvery exit status of `harness`: scripts and CI read them.\n\n"
+        f"| exit | meaning |\n|---|---|\n{rows}\n"
+    )
 
 
 def pages() -> dict[str, str]:
     from harness.inputs.evalfile import EvalFile
     from harness.inputs.scenario import Scenario
 
-    return {"cli.md": cli_page(),
-            "scenario-format.md": format_page("Scenario files", Scenario, "Every field of a scenario file "
-                                              "(`scenarios/*.yaml`); `harness schema scenario` prints it as JSON Schema."),
-            "eval-format.md": format_page("Eval files", EvalFile, "Every field of an eval file (`evals/*.yaml`); "
-                                          "`harness schema eval` prints it as JSON Schema."),
-            "exit-codes.md": exit_codes_page()}
+    return {
+        "cli.md": cli_page(),
+        "scenario-format.md": format_page(
+            "Scenario files",
+            Scenario,
+            "Every field of a scenario file (`scenarios/*.yaml`); `harness schema scenario` prints it as JSON Schema.",
+        ),
+        "eval-format.md": format_page(
+            "Eval files",
+            EvalFile,
+            "Every field of an eval file (`evals/*.yaml`); `harness schema eval` prints it as JSON Schema.",
+        ),
+        "exit-codes.md": exit_codes_page(),
+    }
 
 
 def main() -> int:

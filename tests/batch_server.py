@@ -23,8 +23,9 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Callable
+from typing import Any
 
 from loopback import Loopback
 
@@ -41,24 +42,39 @@ def reply(request: dict[str, Any]) -> dict[str, Any]:
         text = json.dumps(request["messages"][:-1])[:3000]
     else:
         text = f"Noted: {last_text[:400]}"
-    return {"id": "msg_" + hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:20],
-            "type": "message", "role": "assistant", "model": request["model"],
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": len(json.dumps(request["messages"])) // 4, "output_tokens": len(text) // 4}}
+    return {
+        "id": "msg_" + hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:20],
+        "type": "message",
+        "role": "assistant",
+        "model": request["model"],
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": len(json.dumps(request["messages"])) // 4, "output_tokens": len(text) // 4},
+    }
 
 
 def _fraction(custom_id: str) -> float:
-    return int(hashlib.sha256(custom_id.encode()).hexdigest()[:8], 16) / 16 ** 8
+    return int(hashlib.sha256(custom_id.encode()).hexdigest()[:8], 16) / 16**8
 
 
 class BatchServer(Loopback):
     """`failures`: outcome -> share of requests that get it; `failures_always`: they get it on
     every submission instead of only the first."""
 
-    def __init__(self, *, latency_s: float = 0.0, batch_delay_s: float = 0.2, seed: int = 0,
-                 failures: dict[str, float] | None = None, failures_always: bool = False,
-                 max_batch_requests: int = 100_000, max_http: int = 200_000, batches: bool = True,
-                 respond: Callable[[dict[str, Any]], dict[str, Any]] = reply):
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        batch_delay_s: float = 0.2,
+        seed: int = 0,
+        failures: dict[str, float] | None = None,
+        failures_always: bool = False,
+        max_batch_requests: int = 100_000,
+        max_http: int = 200_000,
+        batches: bool = True,
+        respond: Callable[[dict[str, Any]], dict[str, Any]] = reply,
+    ):
         self.respond = respond  # the 'model': `reply`, or a real one behind this batch engine
         self.latency_s, self.batch_delay_s, self.max_batch_requests = latency_s, batch_delay_s, max_batch_requests
         self.failures, self.failures_always = failures or {}, failures_always
@@ -73,7 +89,6 @@ class BatchServer(Loopback):
         self.outcomes: dict[str, int] = {"succeeded": 0, "errored": 0, "expired": 0, "canceled": 0, "invalid": 0}
         self._ids = itertools.count(1)
         super().__init__(self._handler())
-
 
     # --- batches ----------------------------------------------------------------------------
 
@@ -91,12 +106,16 @@ class BatchServer(Loopback):
         if not isinstance(requests, list) or not requests:
             return 400, _error("invalid_request_error", "requests: a non-empty list is required")
         if len(requests) > self.max_batch_requests:
-            return 400, _error("invalid_request_error", f"requests: at most {self.max_batch_requests} requests "
-                                                        f"per batch, got {len(requests)}")
+            return 400, _error(
+                "invalid_request_error",
+                f"requests: at most {self.max_batch_requests} requests per batch, got {len(requests)}",
+            )
         ids = [r.get("custom_id") for r in requests]
         for custom_id in ids:
             if not isinstance(custom_id, str) or not CUSTOM_ID.match(custom_id):
-                return 400, _error("invalid_request_error", f"custom_id {custom_id!r} must match ^[a-zA-Z0-9_-]{{1,64}}$")
+                return 400, _error(
+                    "invalid_request_error", f"custom_id {custom_id!r} must match ^[a-zA-Z0-9_-]{{1,64}}$"
+                )
         if len(set(ids)) != len(ids):
             return 400, _error("invalid_request_error", "custom_id values must be unique within a batch")
         batch_id = f"msgbatch_{next(self._ids):06d}"
@@ -115,25 +134,41 @@ class BatchServer(Loopback):
                 result["error"] = {"type": "error", "error": {"type": "api_error", "message": "Internal error"}}
             results.append({"custom_id": entry["custom_id"], "result": result})
         self.rng.shuffle(results)  # results come back in no particular order
-        now = dt.datetime.now(dt.timezone.utc)
-        self.batches[batch_id] = {"requests": requests, "results": results, "created": now, "ends": time.monotonic() + self.batch_delay_s}
+        now = dt.datetime.now(dt.UTC)
+        self.batches[batch_id] = {
+            "requests": requests,
+            "results": results,
+            "created": now,
+            "ends": time.monotonic() + self.batch_delay_s,
+        }
         return 200, self._batch(batch_id)
 
     def _batch(self, batch_id: str) -> dict[str, Any]:
         batch = self.batches[batch_id]
         ended = time.monotonic() >= batch["ends"]
-        counts = {"processing": 0 if ended else len(batch["results"]), "succeeded": 0, "errored": 0,
-                  "expired": 0, "canceled": 0}
+        counts = {
+            "processing": 0 if ended else len(batch["results"]),
+            "succeeded": 0,
+            "errored": 0,
+            "expired": 0,
+            "canceled": 0,
+        }
         if ended:
             for line in batch["results"]:
                 counts[line["result"]["type"]] += 1
         created = batch["created"]
-        return {"id": batch_id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
-                "request_counts": counts, "created_at": created.isoformat(),
-                "expires_at": (created + dt.timedelta(hours=24)).isoformat(),
-                "ended_at": dt.datetime.now(dt.timezone.utc).isoformat() if ended else None,
-                "results_url": f"{self.url}/v1/messages/batches/{batch_id}/results" if ended else None,
-                "archived_at": None, "cancel_initiated_at": None}
+        return {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": counts,
+            "created_at": created.isoformat(),
+            "expires_at": (created + dt.timedelta(hours=24)).isoformat(),
+            "ended_at": dt.datetime.now(dt.UTC).isoformat() if ended else None,
+            "results_url": f"{self.url}/v1/messages/batches/{batch_id}/results" if ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+        }
 
     # --- HTTP -------------------------------------------------------------------------------
 
@@ -141,6 +176,33 @@ class BatchServer(Loopback):
         with self.lock:
             self.http_requests += 1
             return self.http_requests <= self.max_http
+
+    def _post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            if path == "/v1/messages/batches" and self.serves_batches:
+                return self._create(body)
+            if path == "/v1/messages/count_tokens":
+                return 200, {"input_tokens": len(json.dumps(body["messages"])) // 4}
+            if path == "/v1/messages":
+                self.direct_messages += 1
+                return 200, self.respond(body)
+        return 404, _error("not_found_error", f"no route {path}")
+
+    def _get(self, path: str) -> tuple[int, dict[str, Any] | bytes]:
+        """A batch listing, one batch, or (bytes) its results."""
+        with self.lock:
+            if not self.serves_batches:
+                return 404, _error("not_found_error", f"no route {path}")
+            if path == "/v1/messages/batches":
+                data = [self._batch(b) for b in self.batches][-1:]
+                first = data[0]["id"] if data else None
+                return 200, {"data": data, "has_more": False, "first_id": first, "last_id": first}
+            match = re.fullmatch(r"/v1/messages/batches/([\w-]+)(/results)?", path)
+            if not match or match[1] not in self.batches:
+                return 404, _error("not_found_error", f"no batch at {path}")
+            if not match[2]:
+                return 200, self._batch(match[1])
+            return 200, "".join(json.dumps(r) + "\n" for r in self.batches[match[1]]["results"]).encode()
 
     def _handler(self):
         server = self
@@ -170,38 +232,17 @@ class BatchServer(Loopback):
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                if not self._admit():
-                    return
-                path = self.path.split("?")[0]
-                with server.lock:
-                    if path == "/v1/messages/batches" and server.serves_batches:
-                        return self._json(*server._create(body))
-                    if path == "/v1/messages/count_tokens":
-                        return self._json(200, {"input_tokens": len(json.dumps(body["messages"])) // 4})
-                    if path == "/v1/messages":
-                        server.direct_messages += 1
-                        return self._json(200, server.respond(body))
-                self._json(404, _error("not_found_error", f"no route {path}"))
+                if self._admit():
+                    self._json(*server._post(self.path.split("?")[0], body))
 
             def do_GET(self):
                 if not self._admit():
                     return
-                path = self.path.split("?")[0]
-                with server.lock:
-                    if not server.serves_batches:
-                        return self._json(404, _error("not_found_error", f"no route {path}"))
-                    if path == "/v1/messages/batches":
-                        data = [server._batch(b) for b in server.batches][-1:]
-                        return self._json(200, {"data": data, "has_more": False,
-                                                "first_id": data[0]["id"] if data else None,
-                                                "last_id": data[0]["id"] if data else None})
-                    match = re.fullmatch(r"/v1/messages/batches/([\w-]+)(/results)?", path)
-                    if not match or match[1] not in server.batches:
-                        return self._json(404, _error("not_found_error", f"no batch at {path}"))
-                    if not match[2]:
-                        return self._json(200, server._batch(match[1]))
-                    lines = "".join(json.dumps(r) + "\n" for r in server.batches[match[1]]["results"])
-                self._send(200, lines.encode(), "application/binary")
+                status, answer = server._get(self.path.split("?")[0])
+                if isinstance(answer, bytes):
+                    self._send(status, answer, "application/binary")
+                else:
+                    self._json(status, answer)
 
         return Handler
 

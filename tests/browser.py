@@ -37,13 +37,27 @@ def inspect_page(page: Path, work: Path, fact: str | None = None, screenshot: Pa
     probe = work / "probe.html"
     script = PROBE.replace("FACT", json.dumps(fact))
     probe.write_text(page.read_text().replace("</body>", f"<script>{script}</script></body>"))
-    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={work / 'profile'}", "--virtual-time-budget=5000"]
+    flags = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={work / 'profile'}",
+        "--virtual-time-budget=5000",
+    ]
     result = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     if screenshot:
-        subprocess.run([*flags, "--window-size=1200,1400", f"--screenshot={screenshot}", probe.as_uri()],
-                       capture_output=True, timeout=120, check=True)
+        subprocess.run(
+            [*flags, "--window-size=1200,1400", f"--screenshot={screenshot}", probe.as_uri()],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
     raw = result.stdout.split('data-found="')[1].split('"')[0]
     return json.loads(raw.replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import anthropic
 
-from harness.models.client import Reply
 from harness.models.backends import api_error
+from harness.models.client import Reply
 
 
 class FakeClient:
@@ -23,16 +24,30 @@ class FakeClient:
 
     def create(self, sample: int = 0, overrides: dict | None = None, **request: Any) -> Reply:
         # A snapshot, not a live reference; a sample or sampling override of the request is kept with it.
-        self.requests.append(json.loads(json.dumps({**request, **({"sample": sample} if sample else {}),
-                                                    **({"overrides": overrides} if overrides else {})})))
+        self.requests.append(
+            json.loads(
+                json.dumps(
+                    {
+                        **request,
+                        **({"sample": sample} if sample else {}),
+                        **({"overrides": overrides} if overrides else {}),
+                    }
+                )
+            )
+        )
         try:
             content = self.reply({**request, **({"sample": sample} if sample else {})})
         except anthropic.APIError as exc:  # as the Backend reports a failed call
             raise api_error(exc) from exc
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        return Reply({"content": content, "usage": {"input_tokens": len(json.dumps(request)) // 4,
-                                                    "output_tokens": 5}, "stop_reason": "end_turn"})
+        return Reply(
+            {
+                "content": content,
+                "usage": {"input_tokens": len(json.dumps(request)) // 4, "output_tokens": 5},
+                "stop_reason": "end_turn",
+            }
+        )
 
     @property
     def calls(self) -> int:
@@ -57,7 +72,7 @@ class FakeAnthropic:
         try:
             response = dict(self.fake.create(**request))
         except Exception as exc:  # the SDK's own error, as the real client raises it
-            raise exc.__cause__ or exc
+            raise (exc.__cause__ or exc) from None
         return SimpleNamespace(model_dump=lambda **_: {**response, "type": "message", "role": "assistant"})
 
     def count_tokens(self, model: str, **request: Any) -> SimpleNamespace:

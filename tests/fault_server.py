@@ -20,8 +20,9 @@ FAULTS = ("429", "529", "500", "timeout", "drop", "malformed")
 
 
 class FaultServer(Loopback):
-    def __init__(self, fault_rate: float, seed: int = 0, timeout_s: float = 1.0, max_requests: int = 5000,
-                 latency_s: float = 0.0):
+    def __init__(
+        self, fault_rate: float, seed: int = 0, timeout_s: float = 1.0, max_requests: int = 5000, latency_s: float = 0.0
+    ):
         self.fault_rate, self.timeout_s, self.max_requests = fault_rate, timeout_s, max_requests
         self.latency_s = latency_s
         self.rng = random.Random(seed)
@@ -29,7 +30,6 @@ class FaultServer(Loopback):
         self.requests = 0
         self.faults: dict[str, int] = {f: 0 for f in FAULTS}
         super().__init__(self._handler())
-
 
     def _pick_fault(self) -> str | None:
         with self.lock:
@@ -49,10 +49,10 @@ class FaultServer(Loopback):
             def log_message(self, *args):  # quiet
                 pass
 
-            def _send(self, status: int, body: bytes, headers: dict[str, str] = {}):
+            def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None):
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
-                for key, value in headers.items():
+                for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
@@ -84,6 +84,13 @@ class FaultServer(Loopback):
 def _reply(request: dict) -> dict:
     last = request["messages"][-1]["content"]
     text = json.dumps(request["messages"][:-1]) if isinstance(last, str) and last.endswith("?") else "Okay."
-    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": request["model"],
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 5}}
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": request["model"],
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }

@@ -69,13 +69,28 @@ class MessagesServer(Loopback):
                 if EDIT_BETA not in betas:
                     return self.reject(f"clear_tool_uses_20250919 needs the {EDIT_BETA} beta")
                 trigger = edit.get("trigger") or {"type": "input_tokens", "value": 100_000}
-                used = size if trigger["type"] == "input_tokens" else sum(
-                    1 for m in messages if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_use")
+                used = (
+                    size
+                    if trigger["type"] == "input_tokens"
+                    else sum(
+                        1
+                        for m in messages
+                        if isinstance(m["content"], list)
+                        for b in m["content"]
+                        if b.get("type") == "tool_use"
+                    )
+                )
                 if used >= trigger["value"]:
                     applied.append(self.clear(messages, edit))
-        reply = {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"),
-                 "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                 "usage": {"input_tokens": size, "output_tokens": 1}}
+        reply = {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": [{"type": "text", "text": "ok"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": size, "output_tokens": 1},
+        }
         if edits:
             reply["context_management"] = {"applied_edits": applied}
         return 200, reply
@@ -92,7 +107,7 @@ class MessagesServer(Loopback):
                 if (m, b) != (0, 0):
                     return f"messages.{m}.content.{b}: a compaction block must be the first block of the first message"
         # A request that goes on past a range a block replaced, with the range instead of the block.
-        if any(len(messages) > len(done) and messages[:len(done)] == done for done in self.replaced):
+        if any(len(messages) > len(done) and messages[: len(done)] == done for done in self.replaced):
             return "messages.0: these messages were compacted; send the compaction block in their place"
         return None
 
@@ -100,26 +115,56 @@ class MessagesServer(Loopback):
         if instructions and "FAIL" in instructions:
             content = None
         else:
-            lines = [c if isinstance(c, str) else " ".join(
-                str(b.get("content") or b.get("text") or "") for b in c if b.get("type") in ("tool_result", "text"))
-                for c in (m["content"] for m in messages if m["role"] == "user")]
-            prior = [b.get("content") or "" for m in messages if isinstance(m["content"], list)
-                     for b in m["content"] if b.get("type") == "compaction"]
+            lines = [
+                c
+                if isinstance(c, str)
+                else " ".join(
+                    str(b.get("content") or b.get("text") or "") for b in c if b.get("type") in ("tool_result", "text")
+                )
+                for c in (m["content"] for m in messages if m["role"] == "user")
+            ]
+            prior = [
+                b.get("content") or ""
+                for m in messages
+                if isinstance(m["content"], list)
+                for b in m["content"]
+                if b.get("type") == "compaction"
+            ]
             said = f"Instructions: {instructions.splitlines()[0]}. " if instructions and instructions.strip() else ""
             content = said + " ".join(prior + lines)
         signature = hashlib.sha256(json.dumps([messages, instructions]).encode()).hexdigest()[:16]
-        block = {"type": "compaction", "content": content, "encrypted_content": f"enc-{signature}",
-                 "signature": signature}
+        block = {
+            "type": "compaction",
+            "content": content,
+            "encrypted_content": f"enc-{signature}",
+            "signature": signature,
+        }
         with self.lock:
             self.issued[signature] = block
             if content is not None:
                 self.replaced.append(messages)
         size = tokens(messages)
-        return {"id": "msg_compaction", "type": "message", "role": "assistant", "model": "fake",
-                "content": [block], "stop_reason": "compaction",
-                "usage": {"input_tokens": 0, "output_tokens": 0, "iterations": [
-                    {"type": "compaction", "input_tokens": size, "output_tokens": tokens(content),
-                     "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}]}}
+        return {
+            "id": "msg_compaction",
+            "type": "message",
+            "role": "assistant",
+            "model": "fake",
+            "content": [block],
+            "stop_reason": "compaction",
+            "usage": {
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "iterations": [
+                    {
+                        "type": "compaction",
+                        "input_tokens": size,
+                        "output_tokens": tokens(content),
+                        "cache_read_input_tokens": 0,
+                        "cache_creation_input_tokens": 0,
+                    }
+                ],
+            },
+        }
 
     @staticmethod
     def clear(messages: list[dict], edit: dict) -> dict:
@@ -127,14 +172,30 @@ class MessagesServer(Loopback):
         uses of tools not excluded (counted, not returned: the API does not send the history back)."""
         keep = (edit.get("keep") or {}).get("value", 3)
         exclude = set(edit.get("exclude_tools") or [])
-        uses = [b for m in messages if m["role"] == "assistant" and isinstance(m["content"], list)
-                for b in m["content"] if b.get("type") == "tool_use" and b["name"] not in exclude]
-        results = {b["tool_use_id"]: b for m in messages if isinstance(m["content"], list)
-                   for b in m["content"] if b.get("type") == "tool_result"}
-        cleared = [results[u["id"]] for u in uses[:max(0, len(uses) - keep)] if u["id"] in results
-                   and results[u["id"]].get("content") != "[Tool result cleared to save context.]"]
-        return {"type": "clear_tool_uses_20250919", "cleared_tool_uses": len(cleared),
-                "cleared_input_tokens": sum(tokens(r.get("content")) for r in cleared)}
+        uses = [
+            b
+            for m in messages
+            if m["role"] == "assistant" and isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_use" and b["name"] not in exclude
+        ]
+        results = {
+            b["tool_use_id"]: b
+            for m in messages
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        }
+        cleared = [
+            results[u["id"]]
+            for u in uses[: max(0, len(uses) - keep)]
+            if u["id"] in results and results[u["id"]].get("content") != "[Tool result cleared to save context.]"
+        ]
+        return {
+            "type": "clear_tool_uses_20250919",
+            "cleared_tool_uses": len(cleared),
+            "cleared_input_tokens": sum(tokens(r.get("content")) for r in cleared),
+        }
 
 
 def _handler(server: MessagesServer):

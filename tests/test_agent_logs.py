@@ -12,17 +12,18 @@ import yaml
 
 from harness.cli import main
 from harness.errors import InputError
-from harness.inputs.generators.coding import Options as CodingOptions, generate as generate_coding
+from harness.inputs.generators.coding import Options as CodingOptions
+from harness.inputs.generators.coding import generate as generate_coding
 from harness.inputs.generators.variants import generate_variants
 from harness.inputs.importers import AGENT_FORMATS
 from harness.inputs.importers.agent_logs import FORMATS, Options, import_logs
 from harness.inputs.importers.derive import derive
-from harness.inputs.importers.session import Call, Exchange, Session, Step, to_scenario
 from harness.inputs.importers.redact import PATTERNS, redact_text
+from harness.inputs.importers.session import Call, Exchange, Session, Step, to_scenario
 from harness.inputs.probes import probes
 from harness.inputs.scenario import Scenario, load_scenario
-from harness.scoring.verdict import verdict
 from harness.messages import history_problem
+from harness.scoring.verdict import verdict
 
 DATA = Path(__file__).parent / "data" / "agent_logs"
 REAL = DATA / "real"  # real logs, copied with their sources and licenses (README.md there)
@@ -65,12 +66,17 @@ def test_claude_code_follows_the_parent_chain_past_a_rewind_a_sidechain_and_a_co
     assert pairs_intact(scenario)
     # Two user lines; the compaction's summary is recorded before the second one.
     assert [t.user for t in scenario.turns if not t.continues] == [
-        "Fix the failing test in payments/ledger.py. Don't touch the migrations folder.", "Now run the whole suite."]
+        "Fix the failing test in payments/ledger.py. Don't touch the migrations folder.",
+        "Now run the whole suite.",
+    ]
     [recorded] = [t for t in scenario.turns if t.recorded_summary]
     assert recorded.user == "Now run the whole suite." and "KeyError" in recorded.recorded_summary
     assert "claude_code_session.jsonl: line 11: not a JSON object, left out" in notes
-    assert {"rewound (on a branch the session left): 2 lines left out", "sidechain (subagent): 1 line left out",
-            "meta: 1 line left out"} <= set(notes)
+    assert {
+        "rewound (on a branch the session left): 2 lines left out",
+        "sidechain (subagent): 1 line left out",
+        "meta: 1 line left out",
+    } <= set(notes)
     derived = facts(scenario)
     assert derived["first-error"].answer == "KeyError: 'currency_code'"
     assert derived["first-failures"].answer == "1"
@@ -101,7 +107,9 @@ def test_codex_links_calls_to_outputs_by_call_id_and_records_its_compaction(tmp_
     assert test.result.startswith("Exit code: 0") and not test.is_error
     assert pairs_intact(scenario)
     assert [t.user for t in scenario.turns if not t.continues] == [
-        "The importer crashes on empty CSV files; fix it in ingest/reader.py.", "Add a regression test too."]
+        "The importer crashes on empty CSV files; fix it in ingest/reader.py.",
+        "Add a regression test too.",
+    ]
     assert "empty CSV" in next(t.recorded_summary for t in scenario.turns if t.recorded_summary)
     assert "codex_rollout.jsonl: line 12: not a JSON object, left out" in notes
     assert {"Codex preamble message: 1 item left out", "reasoning: 1 item left out"} <= set(notes)
@@ -133,9 +141,15 @@ def test_jsonl_with_a_conversation_a_line_writes_a_scenario_each(tmp_path):
 
 def test_a_tool_result_for_a_call_the_log_lacks_is_left_out_and_said(tmp_path):
     log = tmp_path / "orphan.json"
-    log.write_text(json.dumps([{"role": "user", "content": "List the files."},
-                               {"role": "tool", "tool_call_id": "nowhere", "content": "a.py"},
-                               {"role": "assistant", "content": "Done."}]))
+    log.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "List the files."},
+                {"role": "tool", "tool_call_id": "nowhere", "content": "a.py"},
+                {"role": "assistant", "content": "Done."},
+            ]
+        )
+    )
     scenario, notes = imported("openai", log, tmp_path)
     assert "orphan.json: messages[1]: a tool result for a call the log does not hold (nowhere): left out" in notes
     assert scenario.turns[0].assistant == "Done." or scenario.turns[0].assistant.text == "Done."
@@ -144,15 +158,24 @@ def test_a_tool_result_for_a_call_the_log_lacks_is_left_out_and_said(tmp_path):
 # --- real logs (tests/data/agent_logs/real) --------------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt, name, exchanges, steps, tool_calls, fact_ids", [
-    # SWE-agent's template says "don't just use the scroll_down command": the harness's words, no constraint.
-    ("swe-agent", "swe-agent/marshmallow-1867.traj", 1, 11, 11,
-     {"task", "files-changed", "commands-run", "next-1", "next-2"}),
-    ("swe-agent", "swe-agent/test-repo-i1.traj", 1, 5, 5, {"task", "files-changed", "commands-run"}),
-    ("mini-swe-agent", "mini-swe-agent/local.traj.json", 1, 2, 2, {"task", "commands-run"}),
-    ("claude-code", "claude-code/representative_messages.jsonl", 4, 2, 2, {"task", "files-changed"}),
-    ("claude-code", "claude-code/todowrite_examples.jsonl", 2, 3, 3, {"task", "plan"}),
-])
+@pytest.mark.parametrize(
+    "fmt, name, exchanges, steps, tool_calls, fact_ids",
+    [
+        # SWE-agent's template says "don't just use the scroll_down command": the harness's words, no constraint.
+        (
+            "swe-agent",
+            "swe-agent/marshmallow-1867.traj",
+            1,
+            11,
+            11,
+            {"task", "files-changed", "commands-run", "next-1", "next-2"},
+        ),
+        ("swe-agent", "swe-agent/test-repo-i1.traj", 1, 5, 5, {"task", "files-changed", "commands-run"}),
+        ("mini-swe-agent", "mini-swe-agent/local.traj.json", 1, 2, 2, {"task", "commands-run"}),
+        ("claude-code", "claude-code/representative_messages.jsonl", 4, 2, 2, {"task", "files-changed"}),
+        ("claude-code", "claude-code/todowrite_examples.jsonl", 2, 3, 3, {"task", "plan"}),
+    ],
+)
 def test_real_logs_import_with_every_tool_pair_intact(fmt, name, exchanges, steps, tool_calls, fact_ids, tmp_path):
     scenario, _ = imported(fmt, REAL / name, tmp_path)
     assert sum(not t.continues for t in scenario.turns) == exchanges
@@ -177,8 +200,17 @@ def test_swe_agent_facts_come_from_the_trajectory(tmp_path):
 
 def session_of(*steps, user: str = "Fix the flaky export job.") -> Session:
     """A one-request session whose steps are (tool, input, result, is_error) calls."""
-    return Session("s", "d", [Exchange(user, [Step(None, [Call(tool, arguments, result, error)])
-                                              for tool, arguments, result, error in steps], "Done.")])
+    return Session(
+        "s",
+        "d",
+        [
+            Exchange(
+                user,
+                [Step(None, [Call(tool, arguments, result, error)]) for tool, arguments, result, error in steps],
+                "Done.",
+            )
+        ],
+    )
 
 
 def todos(*statuses: str) -> dict:
@@ -187,9 +219,11 @@ def todos(*statuses: str) -> dict:
 
 
 def test_a_plan_whose_item_finishes_is_probed_with_its_new_status(tmp_path):
-    log = session_of(("TodoWrite", todos("in_progress", "pending", "pending"), "Todos updated.", False),
-                     ("Bash", {"command": "make export"}, "export failed", True),
-                     ("TodoWrite", todos("completed", "in_progress", "pending"), "Todos updated.", False))
+    log = session_of(
+        ("TodoWrite", todos("in_progress", "pending", "pending"), "Todos updated.", False),
+        ("Bash", {"command": "make export"}, "export failed", True),
+        ("TodoWrite", todos("completed", "in_progress", "pending"), "Todos updated.", False),
+    )
     data = to_scenario(log, derive(log))
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(data))
     [plan] = [p for p in probes(load_scenario(tmp_path / "plan.yaml")) if p.fact_id == "plan"]
@@ -199,64 +233,102 @@ def test_a_plan_whose_item_finishes_is_probed_with_its_new_status(tmp_path):
     right = "Done: Reproduce the export failure. Still to do: Patch the exporter, Rerun the export job."
     assert verdict(right, plan.target) == "recalled"
     # The old state (nothing finished) is stale; a finished item named as still to do is wrong, not partial.
-    assert verdict("Still to do: Reproduce the export failure, Patch the exporter, Rerun the export job.",
-                   plan.target) == "stale"
+    assert (
+        verdict("Still to do: Reproduce the export failure, Patch the exporter, Rerun the export job.", plan.target)
+        == "stale"
+    )
     assert verdict("Done: Patch the exporter. Pending: Reproduce the export failure.", plan.target) == "forgot"
     assert plan.value_before(2)[1].done == () and plan.value_before(3)[1].done == ("Reproduce the export failure",)
 
 
-@pytest.mark.parametrize("text, states", [
-    ("Done: Reproduce the export failure. Still to do: Patch the exporter, Rerun the export job.", True),
-    ("Finished:\n- Reproduce the export failure\nRemaining:\n- Patch the exporter\n- Rerun the export job", True),
-    ("[x] Reproduce the export failure\n[ ] Patch the exporter\n[ ] Rerun the export job", True),
-    # The plan tool's own call, as a transcript renders it: each record's status field.
-    ("assistant called TodoWrite({'todos': [{'content': 'Reproduce the export failure', 'status': 'completed'}, "
-     "{'content': 'Patch the exporter', 'status': 'in_progress'}, {'content': 'Rerun the export job', "
-     "'status': 'pending'}]})", True),
-    ("The plan: Reproduce the export failure, Patch the exporter, Rerun the export job.", False),  # no status said
-    ("Done: Patch the exporter. Pending: Reproduce the export failure.", False),  # a finished item as still to do
-])
+@pytest.mark.parametrize(
+    "text, states",
+    [
+        ("Done: Reproduce the export failure. Still to do: Patch the exporter, Rerun the export job.", True),
+        ("Finished:\n- Reproduce the export failure\nRemaining:\n- Patch the exporter\n- Rerun the export job", True),
+        ("[x] Reproduce the export failure\n[ ] Patch the exporter\n[ ] Rerun the export job", True),
+        # The plan tool's own call, as a transcript renders it: each record's status field.
+        (
+            "assistant called TodoWrite({'todos': [{'content': 'Reproduce the export failure', 'status': 'completed'}, "
+            "{'content': 'Patch the exporter', 'status': 'in_progress'}, {'content': 'Rerun the export job', "
+            "'status': 'pending'}]})",
+            True,
+        ),
+        ("The plan: Reproduce the export failure, Patch the exporter, Rerun the export job.", False),  # no status said
+        ("Done: Patch the exporter. Pending: Reproduce the export failure.", False),  # a finished item as still to do
+    ],
+)
 def test_a_plan_is_read_with_each_items_status_however_it_is_written(text, states):
     from harness.scoring.matchers import Expectation, PlanMatch
 
-    plan = Expectation("plan", items=("Reproduce the export failure", "Patch the exporter", "Rerun the export job"),
-                       done=("Reproduce the export failure",))
+    plan = Expectation(
+        "plan",
+        items=("Reproduce the export failure", "Patch the exporter", "Rerun the export job"),
+        done=("Reproduce the export failure",),
+    )
     assert PlanMatch().states(text, plan, within=True) is states
 
 
 def test_an_identifier_read_in_output_and_typed_again_is_a_fact_one_only_read_is_not():
-    log = session_of(("Bash", {"command": "git log --oneline -3"},
-                      "9f3c2ab Fix export paths\n41d7e0c Bump deps\n77aa01f Initial", False),
-                     ("Bash", {"command": "git show 9f3c2ab --stat"}, "exporter/job.py | 4 ++--", False),
-                     ("Bash", {"command": "curl -s localhost:8731/health"}, "ok", False))
+    log = session_of(
+        (
+            "Bash",
+            {"command": "git log --oneline -3"},
+            "9f3c2ab Fix export paths\n41d7e0c Bump deps\n77aa01f Initial",
+            False,
+        ),
+        ("Bash", {"command": "git show 9f3c2ab --stat"}, "exporter/job.py | 4 ++--", False),
+        ("Bash", {"command": "curl -s localhost:8731/health"}, "ok", False),
+    )
     derived = {f["id"]: f for facts in derive(log).values() for f in facts}
     reused = [f for f in derived.values() if f["kind"] == "identifier"]
     assert [f["answer"] for f in reused] == ["9f3c2ab"]  # 41d7e0c was only read; the port was typed, never read
-    assert reused[0]["probe"] == ("Which commit hash did the output of `git log --oneline -3` give you, that you "
-                                  "then used in a later tool call?")
+    assert reused[0]["probe"] == (
+        "Which commit hash did the output of `git log --oneline -3` give you, that you then used in a later tool call?"
+    )
     assert "9f3c2ab" not in reused[0]["probe"]
 
 
 def test_only_a_person_gives_constraints_not_an_agent_harness_template():
-    template = ("We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\n"
-                "The CSV export drops the header. Don't rename the columns.\n\nINSTRUCTIONS:\nRemember, don't just "
-                "use the scroll_down command multiple times.")
-    derived = [f for facts in derive(session_of(("swe_agent", {"command": "ls"}, "a.py", False), user=template)).values()
-               for f in facts if f["kind"] == "constraint"]
+    template = (
+        "We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\n"
+        "The CSV export drops the header. Don't rename the columns.\n\nINSTRUCTIONS:\nRemember, don't just "
+        "use the scroll_down command multiple times."
+    )
+    derived = [
+        f
+        for facts in derive(session_of(("swe_agent", {"command": "ls"}, "a.py", False), user=template)).values()
+        for f in facts
+        if f["kind"] == "constraint"
+    ]
     assert [f["answer"] for f in derived] == ["columns"]
     assert derived[0]["source"] == "a prohibition in the issue text of SWE-agent's instance template, turn 0"
     reminder = "Fix it.<system-reminder>Never run git push.</system-reminder> Never touch setup.py."
-    derived = [f for facts in derive(session_of(("Bash", {"command": "ls"}, "a.py", False), user=reminder)).values()
-               for f in facts if f["kind"] == "constraint"]
+    derived = [
+        f
+        for facts in derive(session_of(("Bash", {"command": "ls"}, "a.py", False), user=reminder)).values()
+        for f in facts
+        if f["kind"] == "constraint"
+    ]
     assert [f["answer"] for f in derived] == ["setup.py"]
 
 
 def test_a_refused_edit_is_no_change():
-    log = session_of(("Edit", {"file_path": "exporter/job.py", "old_string": "a", "new_string": "b"},
-                      "String to replace not found in file.", True),
-                     ("swe_agent", {"command": "edit 3:4\n  x = 1\nend_of_edit"},
-                      "Your proposed edit has introduced new syntax error(s).", False),
-                     ("Write", {"file_path": "exporter/fix.py", "content": "x = 1"}, "File created.", False))
+    log = session_of(
+        (
+            "Edit",
+            {"file_path": "exporter/job.py", "old_string": "a", "new_string": "b"},
+            "String to replace not found in file.",
+            True,
+        ),
+        (
+            "swe_agent",
+            {"command": "edit 3:4\n  x = 1\nend_of_edit"},
+            "Your proposed edit has introduced new syntax error(s).",
+            False,
+        ),
+        ("Write", {"file_path": "exporter/fix.py", "content": "x = 1"}, "File created.", False),
+    )
     files = next(f for facts in derive(log).values() for f in facts if f["id"] == "files-changed")
     assert files["items"] == ["exporter/fix.py"]
 
@@ -266,12 +338,16 @@ def test_a_refused_edit_is_no_change():
 
 def test_overlay_facts_join_the_derived_ones_and_bad_ones_are_located(tmp_path):
     overlay = tmp_path / "decisions.yaml"
-    overlay.write_text("facts:\n  - turn: 2\n    id: decision-key\n    kind: decision\n"
-                       "    probe: What is the key named in the new schema?\n    answer: currency\n")
+    overlay.write_text(
+        "facts:\n  - turn: 2\n    id: decision-key\n    kind: decision\n"
+        "    probe: What is the key named in the new schema?\n    answer: currency\n"
+    )
     scenario, _ = imported("claude-code", DATA / "claude_code_session.jsonl", tmp_path, overlay=overlay)
     assert facts(scenario)["decision-key"].kind == "decision"
-    overlay.write_text("facts:\n  - turn: 0\n    id: decision-key\n    kind: decision\n"
-                       "    probe: What is the key named in the new schema?\n    answer: currency\n")
+    overlay.write_text(
+        "facts:\n  - turn: 0\n    id: decision-key\n    kind: decision\n"
+        "    probe: What is the key named in the new schema?\n    answer: currency\n"
+    )
     with pytest.raises(InputError, match=r"decisions.yaml:6: facts\[0\].answer: 'currency' does not occur in turn 0"):
         imported("claude-code", DATA / "claude_code_session.jsonl", tmp_path, overlay=overlay)
     overlay.write_text("facts:\n  - turn: 40\n    id: x\n    kind: decision\n    probe: Which?\n    answer: currency\n")
@@ -296,11 +372,22 @@ def test_secrets_never_reach_the_scenario_and_their_count_is_printed(tmp_path, c
     assert main(["import", "openai", str(DATA / "secrets.json"), "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     written = (tmp_path / "secrets.yaml").read_text()
-    for secret in ("sk-ant-api03", "AKIAIOSFODNN7EXAMPLE", "hunter2", "abcdef0123456789abcdef", "s3cretpass",
-                   "ghp_", "MIIEowIBAAKCAQEAx", "xoxb-", "sk-proj-"):
+    for secret in (
+        "sk-ant-api03",
+        "AKIAIOSFODNN7EXAMPLE",
+        "hunter2",
+        "abcdef0123456789abcdef",
+        "s3cretpass",
+        "ghp_",
+        "MIIEowIBAAKCAQEAx",
+        "xoxb-",
+        "sk-proj-",
+    ):
         assert secret not in written, secret
-    assert "secrets redacted: 9 (1 anthropic-key, 1 aws-key, 1 bearer-token, 1 github-token, 1 openai-key, " \
-           "1 private-key, 1 secret-setting, 1 slack-token, 1 url-credentials)" in out
+    assert (
+        "secrets redacted: 9 (1 anthropic-key, 1 aws-key, 1 bearer-token, 1 github-token, 1 openai-key, "
+        "1 private-key, 1 secret-setting, 1 slack-token, 1 url-credentials)" in out
+    )
     # No fact is derived from a redacted value; the unredacted error still is one.
     derived = facts(load_scenario(tmp_path / "secrets.yaml"))
     assert all("REDACTED" not in (f.answer or "") for f in derived.values())
@@ -314,16 +401,24 @@ def test_no_redact_keeps_the_log_as_it_was(tmp_path):
 
 @pytest.mark.parametrize("kind, pattern, _", PATTERNS)
 def test_every_secret_shape_has_an_example_it_catches(kind, pattern, _):
-    examples = {"private-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----",
-                "anthropic-key": "sk-ant-admin01-" + "x" * 30, "openai-key": "sk-" + "A1" * 12,
-                "aws-key": "ASIA" + "Z" * 16, "github-token": "github_pat_" + "a" * 30,
-                "slack-token": "xoxp-1234-abcdefgh", "google-key": "AIza" + "b" * 35,
-                "jwt": "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4",
-                "bearer-token": "Authorization: Bearer 0123456789abcdef", "url-credentials": "postgres://app:pw@db.internal/x",
-                "secret-setting": "export STRIPE_SECRET=whsec_123456", "npm-token": "npm_" + "a1" * 18,
-                "pypi-token": "pypi-" + "AgEI" * 12, "netrc-password": "machine db.example.org login app password p4ss",
-                "pgpass-password": "db.internal:5432:app:appuser:pg-P4ssw0rd!",
-                "secret-json": '{"auth": "dXNlcjpwYXNz"}'}
+    examples = {
+        "private-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----",
+        "anthropic-key": "sk-ant-admin01-" + "x" * 30,
+        "openai-key": "sk-" + "A1" * 12,
+        "aws-key": "ASIA" + "Z" * 16,
+        "github-token": "github_pat_" + "a" * 30,
+        "slack-token": "xoxp-1234-abcdefgh",
+        "google-key": "AIza" + "b" * 35,
+        "jwt": "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4",
+        "bearer-token": "Authorization: Bearer 0123456789abcdef",
+        "url-credentials": "postgres://app:pw@db.internal/x",
+        "secret-setting": "export STRIPE_SECRET=whsec_123456",
+        "npm-token": "npm_" + "a1" * 18,
+        "pypi-token": "pypi-" + "AgEI" * 12,
+        "netrc-password": "machine db.example.org login app password p4ss",
+        "pgpass-password": "db.internal:5432:app:appuser:pg-P4ssw0rd!",
+        "secret-json": '{"auth": "dXNlcjpwYXNz"}',
+    }
     counts = Counter()
     assert "[REDACTED:" in redact_text(examples[kind], counts) and counts[kind] == 1
 
@@ -357,14 +452,21 @@ def test_variants_change_every_occurrence_of_a_value_and_nothing_else(tmp_path):
         variant = yaml.safe_load(variant_path.read_text())
         assert variant["variant_of"] == "claude_code_session"
         new = {f["id"]: f for t in variant["turns"] for f in t.get("facts", [])}
-        mapping = {redrawn: old for fid in planted if fid != "task"
-                   for old, redrawn in zip(values(planted[fid]), values(new[fid])) if old != redrawn}
+        mapping = {
+            redrawn: old
+            for fid in planted
+            if fid != "task"
+            for old, redrawn in zip(values(planted[fid]), values(new[fid]))
+            if old != redrawn
+        }
         assert len(mapping) == count == 5, mapping  # "pytest -q" and "1" have no word of their own: kept
         # No re-drawn value is left anywhere in the conversation...
-        assert not any(re.search(rf"(?<!\w){re.escape(old)}(?!\w)", s) for old in mapping.values() for s in body(variant))
+        assert not any(
+            re.search(rf"(?<!\w){re.escape(old)}(?!\w)", s) for old in mapping.values() for s in body(variant)
+        )
         # ...and mapping each new value back gives the original conversation exactly.
         back = re.compile("|".join(map(re.escape, sorted(mapping, key=len, reverse=True))))
-        assert [back.sub(lambda m: mapping[m[0]], s) for s in body(variant)] == body(original)
+        assert [back.sub(lambda m, mapping=mapping: mapping[m[0]], s) for s in body(variant)] == body(original)
         seen.add(new["files-changed"]["items"][0])
     assert len(seen) == 3  # each variant draws its own values
 
@@ -417,9 +519,14 @@ def test_generated_sessions_vary_as_real_ones_do(tmp_path):
         plan = next(p for p in probes(scenario) if p.kind == "plan")
         assert [len(v.done) for _, v in plan.values] == [1, 2, 3, 4]  # finished one by one
         changed = next(p for p in probes(scenario) if p.fact_id == "constraint-1")
-        assert len(changed.values) == 2 and changed.target.stale[0].answer.endswith("_schema" + Path(
-            changed.target.stale[0].answer).suffix) and "_generated" in changed.target.expected.answer
+        assert (
+            len(changed.values) == 2
+            and changed.target.stale[0].answer.endswith("_schema" + Path(changed.target.stale[0].answer).suffix)
+            and "_generated" in changed.target.expected.answer
+        )
         assert changed.constraint
-        errors[next(p for p in probes(scenario) if p.fact_id == "first-error").target.expected.answer.split(":")[0]] += 1
+        errors[
+            next(p for p in probes(scenario) if p.fact_id == "first-error").target.expected.answer.split(":")[0]
+        ] += 1
         assert "first-failures" in facts(scenario)  # pytest's, Jest's and gotestsum's summaries are read
     assert "runtime error" in errors and len(errors) >= 5  # Go's panics read as errors, not as their test's name

@@ -11,14 +11,14 @@ from collections import Counter
 
 import anthropic
 import pytest
-
 from batch_server import BatchServer
+
+from harness.execution.evals import load_eval
+from harness.execution.executors import run_eval
+from harness.models.backends import Backend
 from harness.models.batch import BatchEndpoint, CtrlC, Status, wait_for
 from harness.models.cache import ResponseCache
-from harness.execution.evals import load_eval
-from harness.models.backends import Backend
 from harness.records import load_manifest, read_jsonl
-from harness.execution.executors import run_eval
 
 FILES = ("records.jsonl", "compactions.jsonl", "retention.jsonl")
 
@@ -33,8 +33,7 @@ def _run(server, eval_file, out, *, batch=True, endpoint=None, cache=None):
     backend = Backend(client, "fake", "batch-server", {}, cache=cache)
     ev = load_eval(eval_file, batch=batch)
     ev.spec.batch_poll_seconds = 0.02
-    run_dir = run_eval(ev, backend, out, progress=False,
-                       batch=(endpoint or BatchEndpoint(client)) if batch else None)
+    run_dir = run_eval(ev, backend, out, progress=False, batch=(endpoint or BatchEndpoint(client)) if batch else None)
     return backend, run_dir
 
 
@@ -64,6 +63,7 @@ def test_batch_records_equal_direct_records_through_retried_failures(eval_file, 
     assert 4 <= manifest.waves <= 4 + failed
     # Its latency is the wait for a wave, and the report says so.
     from harness.reports.formats import text_report
+
     assert "mean wait for its batch wave (s)" in text_report(batched)
     assert "mean latency (s)" in text_report(direct)
 
@@ -135,7 +135,9 @@ def test_waves_over_the_request_limit_are_split_and_a_rejected_batch_is_reported
     assert _files(split) == _files(reference)
     # The provider refused the larger batches: their requests are errors that carry its reason.
     errors = [r for r in read_jsonl(rejected / "records.jsonl") if r["verdict"] == "error"]
-    assert errors and all("HTTP 400: invalid_request_error: requests: at most 2 requests per batch" in r["error"] for r in errors)
+    assert errors and all(
+        "HTTP 400: invalid_request_error: requests: at most 2 requests per batch" in r["error"] for r in errors
+    )
     assert "the provider rejected a batch of" in capsys.readouterr().err
 
 
@@ -149,8 +151,22 @@ def test_a_batch_is_split_by_size_without_reordering():
 
 
 def _command(server, eval_file, results, *extra):
-    return [sys.executable, "-m", "harness.cli", "run", str(eval_file), "--model", "fake", "--base-url", server.url,
-            "--results", str(results), "--quiet", "--batch", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "run",
+        str(eval_file),
+        "--model",
+        "fake",
+        "--base-url",
+        server.url,
+        "--results",
+        str(results),
+        "--quiet",
+        "--batch",
+        *extra,
+    ]
 
 
 def _fast_polls(eval_file):
@@ -164,8 +180,9 @@ def _wait_for_batch_in_flight(runs, wave, process):
         journal = next(runs.iterdir()) / "batches.jsonl" if runs.exists() and any(runs.iterdir()) else None
         rows = read_jsonl(journal) if journal and journal.exists() else []
         submitted = [r for r in rows if "custom_ids" in r]
-        if len(submitted) >= wave and not any(r.get("collected") and r["batch"] == submitted[-1]["batch"]
-                                              for r in rows):
+        if len(submitted) >= wave and not any(
+            r.get("collected") and r["batch"] == submitted[-1]["batch"] for r in rows
+        ):
             return
         time.sleep(0.01)
     raise AssertionError("the run never had a batch in flight")
@@ -179,18 +196,22 @@ def test_sigkill_mid_wave_then_resume_collects_the_batch_in_flight_without_resub
         (whole,) = (tmp_path / "whole" / "runs").iterdir()
         before = len(server.submitted)
         runs = tmp_path / "killed" / "runs"
-        process = subprocess.Popen(_command(server, eval_file, tmp_path / "killed"),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            _command(server, eval_file, tmp_path / "killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         _wait_for_batch_in_flight(runs, wave, process)
         process.send_signal(signal.SIGKILL)
         process.wait()
         (killed,) = runs.iterdir()
         in_flight = read_jsonl(killed / "batches.jsonl")[-1]["batch"]
-        direct = [c for c in _command(server, eval_file, tmp_path / "killed", "--resume", str(killed)) if c != "--batch"]
+        direct = [
+            c for c in _command(server, eval_file, tmp_path / "killed", "--resume", str(killed)) if c != "--batch"
+        ]
         refused = subprocess.run(direct, capture_output=True, text=True)  # it would pay for the batch again
         assert refused.returncode == 1 and f"batches in flight ({in_flight}); resume it with --batch" in refused.stderr
-        resumed = subprocess.run(_command(server, eval_file, tmp_path / "killed", "--resume", str(killed)),
-                                 capture_output=True, text=True)
+        resumed = subprocess.run(
+            _command(server, eval_file, tmp_path / "killed", "--resume", str(killed)), capture_output=True, text=True
+        )
         assert resumed.returncode == 0, resumed.stderr
     # No request was paid for twice: the resumed run took the waves before from the response
     # cache and collected the batch in flight.
@@ -205,9 +226,13 @@ def test_ctrl_c_leaves_the_batches_running_and_says_how_to_resume(eval_file, tmp
     with BatchServer(batch_delay_s=5.0) as server:
         runs = tmp_path / "runs"
         # As from a terminal: a job started in the background (`make test &`) inherits SIGINT ignored.
-        process = subprocess.Popen(_command(server, eval_file, tmp_path), stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True,
-                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        process = subprocess.Popen(
+            _command(server, eval_file, tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         _wait_for_batch_in_flight(runs, 1, process)
         started = time.monotonic()
         process.send_signal(signal.SIGINT)
@@ -292,19 +317,35 @@ def test_the_plan_predicts_requests_waves_and_tokens_of_a_run_on_a_model_that_an
 
 
 def test_the_plan_command_prices_direct_and_batch_execution(eval_file, tmp_path):
-    from harness.inputs.evalfile import Prices
     from harness.execution.rehearsal import Estimate, Work, costs
+    from harness.inputs.evalfile import Prices
 
     million = Estimate(1, 0, Work(10, 2_000_000, 1_000_000), Work(8, 1_000_000, 500_000), 3, 3, "characters")
     assert costs(million, Prices(input=3, output=15)) == {"direct": 21.0, "batch": 5.25}  # 6 + 15; (3 + 7.5) / 2
-    assert costs(million, Prices(input=3, output=15, batch_input=2, batch_output=10)) == {"direct": 21.0,
-                                                                                          "batch": 7.0}
+    assert costs(million, Prices(input=3, output=15, batch_input=2, batch_output=10)) == {"direct": 21.0, "batch": 7.0}
     eval_file.write_text(eval_file.read_text() + "prices: {input: 3, output: 15}\n")
     with BatchServer() as server:
+
         def plan(*flags):
-            return subprocess.run([sys.executable, "-m", "harness.cli", "plan", str(eval_file), "--model", "fake",
-                                   "--base-url", server.url, "--results", str(tmp_path), *flags],
-                                  capture_output=True, text=True)
+            return subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "harness.cli",
+                    "plan",
+                    str(eval_file),
+                    "--model",
+                    "fake",
+                    "--base-url",
+                    server.url,
+                    "--results",
+                    str(tmp_path),
+                    *flags,
+                ],
+                capture_output=True,
+                text=True,
+            )
+
         priced, overridden, chars = plan(), plan("--input-price", "1", "--limit", "2"), plan("--chars")
         bad = plan("--output-price", "-1")
     assert priced.returncode == 0 and server.direct_messages == 0 and not server.batches  # nothing was sent

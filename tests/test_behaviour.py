@@ -18,27 +18,62 @@ PLAN = [{"content": "Reproduce the failure", "status": "completed"}, {"content":
 
 
 def step(tool, result="ok", error=False, **arguments):
-    return {"assistant": {"tool_calls": [{"tool": tool, "input": arguments, "result": result,
-                                          **({"is_error": True} if error else {})}]}}
+    return {
+        "assistant": {
+            "tool_calls": [
+                {"tool": tool, "input": arguments, "result": result, **({"is_error": True} if error else {})}
+            ]
+        }
+    }
 
 
 def crafted(between=None) -> Scenario:
     """Turns: read src/app.py; a failing test; a refused edit; the plan with one item finished; make lint
     failing; then `between` (a step played after them all, e.g. a change), then a last step."""
     turns = [
-        {"user": "Fix the parser. Don't edit lib/schema.py, another team owns it. Don't use grep; use rg instead.",
-         **step("Read", "def parse(): ...", file_path="src/app.py"),
-         "facts": [{"id": "no-edit", "kind": "constraint", "constraint": True, "answer": "lib/schema.py",
-                    "probe": "What must you never edit?"},
-                   {"id": "no-tool", "kind": "constraint", "constraint": True, "answer": "grep",
-                    "probe": "What must you never use?"}]},
+        {
+            "user": "Fix the parser. Don't edit lib/schema.py, another team owns it. Don't use grep; use rg instead.",
+            **step("Read", "def parse(): ...", file_path="src/app.py"),
+            "facts": [
+                {
+                    "id": "no-edit",
+                    "kind": "constraint",
+                    "constraint": True,
+                    "answer": "lib/schema.py",
+                    "probe": "What must you never edit?",
+                },
+                {
+                    "id": "no-tool",
+                    "kind": "constraint",
+                    "constraint": True,
+                    "answer": "grep",
+                    "probe": "What must you never use?",
+                },
+            ],
+        },
         step("Bash", "1 failed", error=True, command="pytest tests/test_app.py -x"),
-        step("Edit", "String to replace not found in file.", error=True, file_path="src/app.py", old_string="a",
-             new_string="b"),
+        step(
+            "Edit",
+            "String to replace not found in file.",
+            error=True,
+            file_path="src/app.py",
+            old_string="a",
+            new_string="b",
+        ),
         step("Edit", "The file src/util.py has been updated.", file_path="src/util.py", old_string="x", new_string="y"),
-        {**step("TodoWrite", "Todos have been modified successfully.", todos=PLAN),
-         "facts": [{"id": "plan", "kind": "plan", "match": "plan", "items": [p["content"] for p in PLAN],
-                    "done": ["Reproduce the failure"], "probe": "Which items are finished?"}]},
+        {
+            **step("TodoWrite", "Todos have been modified successfully.", todos=PLAN),
+            "facts": [
+                {
+                    "id": "plan",
+                    "kind": "plan",
+                    "match": "plan",
+                    "items": [p["content"] for p in PLAN],
+                    "done": ["Reproduce the failure"],
+                    "probe": "Which items are finished?",
+                }
+            ],
+        },
         step("Bash", "make: *** No rule to make target 'lint'.  Stop.", error=True, command="make lint"),
     ]
     if between:
@@ -53,69 +88,137 @@ def checks(scenario: Scenario, tool: str | None, **arguments) -> dict:
     return behaviour.check(actions.of_call(tool, arguments) if tool else actions.Action(None), at)
 
 
-@pytest.mark.parametrize("tool, arguments, broken", [
-    ("Edit", {"file_path": "./lib/schema.py", "old_string": "a", "new_string": "b"}, "breaks_constraint"),
-    ("Bash", {"command": "sed -i 's/a/b/' lib/schema.py"}, "breaks_constraint"),
-    ("Bash", {"command": "cd src && grep -rn parse ."}, "breaks_constraint"),  # the program ruled out
-    ("TodoWrite", {"todos": [{"content": "Reproduce the failure", "status": "pending"},
-                             {"content": "Fix the parser", "status": "in_progress"}]}, "redoes_finished"),
-    ("Edit", {"file_path": "src/util.py", "old_string": "x", "new_string": "y"}, "redoes_finished"),  # the same change
-    ("Bash", {"command": "make lint"}, "repeats_failure"),
-    ("Edit", {"file_path": "src/app.py", "old_string": "a", "new_string": "b"}, "repeats_failure"),  # the same refused edit
-    ("Read", {"file_path": "src/app.py"}, "rereads"),
-    ("Bash", {"command": "cat src/app.py"}, "rereads"),
-])
+@pytest.mark.parametrize(
+    "tool, arguments, broken",
+    [
+        ("Edit", {"file_path": "./lib/schema.py", "old_string": "a", "new_string": "b"}, "breaks_constraint"),
+        ("Bash", {"command": "sed -i 's/a/b/' lib/schema.py"}, "breaks_constraint"),
+        ("Bash", {"command": "cd src && grep -rn parse ."}, "breaks_constraint"),  # the program ruled out
+        (
+            "TodoWrite",
+            {
+                "todos": [
+                    {"content": "Reproduce the failure", "status": "pending"},
+                    {"content": "Fix the parser", "status": "in_progress"},
+                ]
+            },
+            "redoes_finished",
+        ),
+        (
+            "Edit",
+            {"file_path": "src/util.py", "old_string": "x", "new_string": "y"},
+            "redoes_finished",
+        ),  # the same change
+        ("Bash", {"command": "make lint"}, "repeats_failure"),
+        (
+            "Edit",
+            {"file_path": "src/app.py", "old_string": "a", "new_string": "b"},
+            "repeats_failure",
+        ),  # the same refused edit
+        ("Read", {"file_path": "src/app.py"}, "rereads"),
+        ("Bash", {"command": "cat src/app.py"}, "rereads"),
+    ],
+)
 def test_each_check_finds_the_step_that_goes_wrong(tool, arguments, broken):
     found = checks(crafted(), tool, **arguments)
     assert found[broken] is True
     assert [name for name, value in found.items() if value] == [broken]
 
 
-@pytest.mark.parametrize("tool, arguments", [
-    ("Edit", {"file_path": "src/app.py", "old_string": "parse", "new_string": "parse2"}),  # another edit of that file
-    ("Bash", {"command": "rg -n parse src"}),  # the program the user asked for
-    ("Bash", {"command": "pytest -q tests/test_app.py"}),  # it failed, but src/util.py changed since
-    ("Read", {"file_path": "src/other.py"}),
-    ("TodoWrite", {"todos": [{"content": "Reproduce the failure", "status": "completed"},
-                             {"content": "Fix the parser", "status": "in_progress"}]}),
-    (None, {}),  # a reply with no tool call
-])
+@pytest.mark.parametrize(
+    "tool, arguments",
+    [
+        (
+            "Edit",
+            {"file_path": "src/app.py", "old_string": "parse", "new_string": "parse2"},
+        ),  # another edit of that file
+        ("Bash", {"command": "rg -n parse src"}),  # the program the user asked for
+        ("Bash", {"command": "pytest -q tests/test_app.py"}),  # it failed, but src/util.py changed since
+        ("Read", {"file_path": "src/other.py"}),
+        (
+            "TodoWrite",
+            {
+                "todos": [
+                    {"content": "Reproduce the failure", "status": "completed"},
+                    {"content": "Fix the parser", "status": "in_progress"},
+                ]
+            },
+        ),
+        (None, {}),  # a reply with no tool call
+    ],
+)
 def test_steps_that_keep_to_the_history_break_nothing(tool, arguments):
     found = checks(crafted(), tool, **arguments)
     assert not any(found.values()) and set(found) == set(behaviour.CHECKS)
 
 
 def test_a_change_since_a_failure_or_a_read_makes_trying_again_fine():
-    changed = crafted(step("Edit", "The file src/app.py has been updated.", file_path="src/app.py", old_string="p",
-                           new_string="q"))
+    changed = crafted(
+        step("Edit", "The file src/app.py has been updated.", file_path="src/app.py", old_string="p", new_string="q")
+    )
     # src/app.py changed after every failure: none is left to repeat (n/a), and that file is no re-read.
     assert checks(changed, "Bash", command="make lint")["repeats_failure"] is None
     assert checks(changed, "Read", file_path="src/app.py")["rereads"] is None  # nothing read is unchanged
     # A change to another file leaves the refused edit of src/app.py a failure to repeat.
-    other = crafted(step("Edit", "The file src/b.py has been updated.", file_path="src/b.py", old_string="p",
-                         new_string="q"))
+    other = crafted(
+        step("Edit", "The file src/b.py has been updated.", file_path="src/b.py", old_string="p", new_string="q")
+    )
     assert checks(other, "Edit", file_path="src/app.py", old_string="a", new_string="b")["repeats_failure"] is True
     assert checks(other, "Bash", command="make lint")["repeats_failure"] is False
 
 
 def test_nothing_to_check_is_not_applicable_rather_than_kept():
-    bare = Scenario.model_validate({"id": "b", "description": "d", "tools": TOOLS, "turns": [
-        {"user": "Look around.", **step("Bash", "a.txt", command="ls")}, {**step("Bash", "ok", command="pwd")}]})
+    bare = Scenario.model_validate(
+        {
+            "id": "b",
+            "description": "d",
+            "tools": TOOLS,
+            "turns": [
+                {"user": "Look around.", **step("Bash", "a.txt", command="ls")},
+                {**step("Bash", "ok", command="pwd")},
+            ],
+        }
+    )
     bare.turns[-1].assistant.final = "Done."
     assert checks(bare, "Bash", command="ls") == {name: None for name in behaviour.CHECKS}
 
 
 def test_a_lifted_constraint_forbids_nothing_and_the_new_one_stands():
-    scenario = Scenario.model_validate({"id": "c", "description": "d", "tools": TOOLS, "turns": [
-        {"user": "Don't edit lib/schema.py.", **step("Read", "x", file_path="lib/schema.py"),
-         "facts": [{"id": "rule", "kind": "constraint", "constraint": True, "answer": "lib/schema.py",
-                    "probe": "What must you never edit?"}]},
-        {**step("Bash", "ok", command="ls"), "assistant": {"tool_calls": [
-            {"tool": "Bash", "input": {"command": "ls"}, "result": "ok"}], "final": "ok"}},
-        {"user": "lib/schema.py is ours now, you may edit it. Don't edit lib/generated.py instead.",
-         **step("Bash", "ok", command="pwd"), "supersedes": [{"fact": "rule", "answer": "lib/generated.py"}]},
-        step("Bash", "ok", command="ls"),
-    ]})
+    scenario = Scenario.model_validate(
+        {
+            "id": "c",
+            "description": "d",
+            "tools": TOOLS,
+            "turns": [
+                {
+                    "user": "Don't edit lib/schema.py.",
+                    **step("Read", "x", file_path="lib/schema.py"),
+                    "facts": [
+                        {
+                            "id": "rule",
+                            "kind": "constraint",
+                            "constraint": True,
+                            "answer": "lib/schema.py",
+                            "probe": "What must you never edit?",
+                        }
+                    ],
+                },
+                {
+                    **step("Bash", "ok", command="ls"),
+                    "assistant": {
+                        "tool_calls": [{"tool": "Bash", "input": {"command": "ls"}, "result": "ok"}],
+                        "final": "ok",
+                    },
+                },
+                {
+                    "user": "lib/schema.py is ours now, you may edit it. Don't edit lib/generated.py instead.",
+                    **step("Bash", "ok", command="pwd"),
+                    "supersedes": [{"fact": "rule", "answer": "lib/generated.py"}],
+                },
+                step("Bash", "ok", command="ls"),
+            ],
+        }
+    )
     scenario.turns[-1].assistant.final = "Done."
     at = behaviour.situation(scenario, probes(scenario), 3)
     assert at.forbidden_paths == {"lib/generated.py"}
@@ -129,11 +232,23 @@ def cuts(wrong_compacted: list[int], wrong_ceiling: list[int], scenarios: int = 
     rows = []
     for s in range(scenarios):
         for c in range(4):
-            rows.append({"scenario": f"s{s}", "fact": f"cut-{c}", "budget": "50%", "strategy": "summary", "repeat": 0,
-                         "prompt": "seed", "variant": "summary: seed", "ceiling": "Read: a", "compacted": "Read: a",
-                         "error": None, "ceiling_error": None,
-                         "breaks_constraint": None if c == 3 else c in wrong_compacted,
-                         "ceiling_breaks_constraint": None if c == 3 else c in wrong_ceiling})
+            rows.append(
+                {
+                    "scenario": f"s{s}",
+                    "fact": f"cut-{c}",
+                    "budget": "50%",
+                    "strategy": "summary",
+                    "repeat": 0,
+                    "prompt": "seed",
+                    "variant": "summary: seed",
+                    "ceiling": "Read: a",
+                    "compacted": "Read: a",
+                    "error": None,
+                    "ceiling_error": None,
+                    "breaks_constraint": None if c == 3 else c in wrong_compacted,
+                    "ceiling_breaks_constraint": None if c == 3 else c in wrong_ceiling,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -149,8 +264,11 @@ def test_each_check_is_paired_with_the_full_history_floor_over_scenarios():
     assert row["compacted"].startswith("67% (12/18") and row["full history (the floor)"].startswith("0% (0/18")
     assert "more often than the floor" in row["difference"]
     better = behaviour_at_the_cut(cuts([], [0, 1]))  # the full-history agent went wrong, the compacted one not
-    assert "less often than the floor" in better.loc[("summary: seed", "breaks a constraint the user gave"),
-                                                     "difference"]
+    assert (
+        "less often than the floor" in better.loc[("summary: seed", "breaks a constraint the user gave"), "difference"]
+    )
     same = behaviour_at_the_cut(cuts([0], [0]))  # the same steps either way: nothing to blame on compaction
-    assert "not distinguishable from the floor" in same.loc[("summary: seed", "breaks a constraint the user gave"),
-                                                             "difference"]
+    assert (
+        "not distinguishable from the floor"
+        in same.loc[("summary: seed", "breaks a constraint the user gave"), "difference"]
+    )

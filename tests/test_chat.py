@@ -3,10 +3,11 @@
 import io
 
 from fakes import FakeClient
+
+from harness.compaction.seed import CompactionSettings
 from harness.execution.agent import Agent
 from harness.execution.chat import chat
 from harness.models.client import Reply
-from harness.compaction.seed import CompactionSettings
 
 
 class Cutting(FakeClient):

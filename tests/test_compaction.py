@@ -3,11 +3,12 @@
 import io
 import random
 
-from hypothesis import given, settings, strategies as st
-
 from fakes import FakeClient
-from harness.execution.agent import Agent, Tool, ToolRegistry
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from harness.compaction.seed import ACKNOWLEDGEMENT, CompactionSettings, compact, truncate
+from harness.execution.agent import Agent, Tool, ToolRegistry
 from harness.messages import exchange_starts, history_size, render_message
 from harness.records.schema import CompactionEvent
 
@@ -20,13 +21,18 @@ def summariser(request):
 
 def test_render_message_covers_all_three_shapes():
     user = {"role": "user", "content": "What is 2+2?"}
-    assistant = {"role": "assistant", "content": [
-        {"type": "text", "text": "Let me compute."},
-        {"type": "tool_use", "id": "t1", "name": "calculator", "input": {"expression": "2+2"}}]}
+    assistant = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Let me compute."},
+            {"type": "tool_use", "id": "t1", "name": "calculator", "input": {"expression": "2+2"}},
+        ],
+    }
     results = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "4"}]}
     assert render_message(user) == "user: What is 2+2?"
-    assert render_message(assistant) == ("assistant: Let me compute.\n"
-                                         "assistant called calculator({'expression': '2+2'})")
+    assert render_message(assistant) == (
+        "assistant: Let me compute.\nassistant called calculator({'expression': '2+2'})"
+    )
     assert render_message(results) == "tool result: 4"
     assert history_size([user, results]) == len("user: What is 2+2?") + len("tool result: 4")
 
@@ -78,8 +84,12 @@ def test_everything_recent_is_left_alone_even_over_budget():
 
 def test_summary_without_text_leaves_history_and_records_the_event():
     client = FakeClient(lambda request: [])
-    history = [{"role": "user", "content": "a" * 500}, {"role": "assistant", "content": "b"},
-               {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]
+    history = [
+        {"role": "user", "content": "a" * 500},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+        {"role": "assistant", "content": "d"},
+    ]
     events: list[CompactionEvent] = []
     assert compact(history, client, io.StringIO(), 100, events=events) == history
     assert events[0].error == "summary response had no text block" and events[0].folded_messages == 0
@@ -96,8 +106,12 @@ def test_keep_recent_keeps_that_many_exchanges():
 
 def test_token_budget_uses_the_servers_count():
     client = FakeClient(lambda request: "S")
-    history = [{"role": "user", "content": "word " * 400}, {"role": "assistant", "content": "a"},
-               {"role": "user", "content": "q"}, {"role": "assistant", "content": "b"}]
+    history = [
+        {"role": "user", "content": "word " * 400},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "b"},
+    ]
     tokens = CompactionSettings(unit="tokens")
     assert compact(history, client, io.StringIO(), 10_000, tokens) is history
     events = []
@@ -107,8 +121,12 @@ def test_token_budget_uses_the_servers_count():
 
 def test_truncate_drops_without_a_summary():
     client = FakeClient()
-    history = [{"role": "user", "content": "a" * 500}, {"role": "assistant", "content": "b"},
-               {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]
+    history = [
+        {"role": "user", "content": "a" * 500},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+        {"role": "assistant", "content": "d"},
+    ]
     assert truncate(history, client, io.StringIO(), 100) == history[2:]
     assert client.requests == []
 
@@ -120,10 +138,15 @@ def _random_history(rng: random.Random) -> list[dict]:
         history.append({"role": "user", "content": "u" * rng.randint(1, 300)})
         for call in range(rng.randint(0, 3)):
             tid = f"t{turn}_{call}"
-            history.append({"role": "assistant", "content": [
-                {"type": "tool_use", "id": tid, "name": "f", "input": {"x": call}}]})
-            history.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": tid, "content": "r" * rng.randint(1, 300)}]})
+            history.append(
+                {"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "f", "input": {"x": call}}]}
+            )
+            history.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": tid, "content": "r" * rng.randint(1, 300)}],
+                }
+            )
         history.append({"role": "assistant", "content": [{"type": "text", "text": "a" * rng.randint(1, 300)}]})
     return history
 
@@ -140,13 +163,11 @@ def _check_well_formed(history: list[dict]) -> None:
                 assert answered == uses
             for b in content:
                 if b["type"] == "tool_result":  # and every tool_result follows its tool_use
-                    assert b["tool_use_id"] in [u["id"] for u in history[i - 1]["content"]
-                                                if u["type"] == "tool_use"]
+                    assert b["tool_use_id"] in [u["id"] for u in history[i - 1]["content"] if u["type"] == "tool_use"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(seed=st.integers(0, 10**6), budget=st.integers(0, 3000), keep=st.integers(0, 3),
-       fold_twice=st.booleans())
+@given(seed=st.integers(0, 10**6), budget=st.integers(0, 3000), keep=st.integers(0, 3), fold_twice=st.booleans())
 def test_compaction_never_splits_a_tool_call_and_keeps_roles_alternating(seed, budget, keep, fold_twice):
     rng = random.Random(seed)
     client = FakeClient(lambda request: "S" * rng.randint(0, 50))
@@ -162,17 +183,27 @@ def test_compaction_never_splits_a_tool_call_and_keeps_roles_alternating(seed, b
 def test_error_harness_turns_failing_and_unknown_tools_into_error_results():
     def broken():
         raise RuntimeError("disk on fire")
-    calls = iter([
-        [{"type": "tool_use", "id": "a", "name": "broken", "input": {}},
-         {"type": "tool_use", "id": "b", "name": "missing", "input": {}}],
-        "recovered",
-    ])
+
+    calls = iter(
+        [
+            [
+                {"type": "tool_use", "id": "a", "name": "broken", "input": {}},
+                {"type": "tool_use", "id": "b", "name": "missing", "input": {}},
+            ],
+            "recovered",
+        ]
+    )
     client = FakeClient(lambda request: next(calls))
-    agent = Agent(client, ToolRegistry([Tool("broken", "fails", {"type": "object"}, broken)]),
-                  output_stream=io.StringIO())
+    agent = Agent(
+        client, ToolRegistry([Tool("broken", "fails", {"type": "object"}, broken)]), output_stream=io.StringIO()
+    )
     assert agent.ask("go") == "recovered"
     results = agent.messages[2]["content"]
-    assert results[0] == {"type": "tool_result", "tool_use_id": "a",
-                          "content": "Error: RuntimeError: disk on fire", "is_error": True}
+    assert results[0] == {
+        "type": "tool_result",
+        "tool_use_id": "a",
+        "content": "Error: RuntimeError: disk on fire",
+        "is_error": True,
+    }
     assert results[1]["is_error"] and "unknown tool 'missing'" in results[1]["content"]
     assert client.requests[1]["tools"][0]["name"] == "broken"

@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.execution.evals import load_eval
 from harness.errors import InputError
+from harness.execution.evals import load_eval
 
 REPO = Path(__file__).resolve().parent.parent
-SCENARIO = (REPO / "tests" / "data" / "tiny.yaml")
+SCENARIO = REPO / "tests" / "data" / "tiny.yaml"
 
 
 @pytest.fixture
@@ -45,18 +45,21 @@ def test_command_line_overrides(folder, monkeypatch):
     assert ev.spec.budgets == ["10%"] and ev.spec.repeats == 3
 
 
-@pytest.mark.parametrize("text, line, field, message", [
-    (BASE.replace("[1200, 50%]", "[1200, 150%]"), 3, "budgets[1]", "a budget is a positive number"),
-    (BASE.replace("[1200, 50%]", "[0]"), 3, "budgets[0]", "a budget is a positive number"),
-    (BASE.replace("prompts: [p.txt]", "prompts: [missing.txt]"), 4, "prompts[0]", "'missing.txt' not found"),
-    (BASE.replace("prompts: [p.txt]", "prompts: []"), 4, "prompts", "needs at least one prompt"),
-    (BASE.replace("s/*.yaml", "nothing/*.yaml"), 2, "scenarios[0]", "no scenario file matches"),
-    (BASE + "strategies: [summary, magic]\n", 5, "strategies", "unknown strategy 'magic'"),
-    (BASE + "strategies: [summary, no_such_module:fn]\n", 5, "strategies[1]", "cannot import strategy"),
-    (BASE + "repeats: 0\n", 5, "repeats", "greater than or equal to 1"),
-    (BASE + "budget: [1]\n", 5, "budget", "unknown key"),
-    (BASE.replace("name: e\n", ""), 1, "name", "missing"),
-])
+@pytest.mark.parametrize(
+    "text, line, field, message",
+    [
+        (BASE.replace("[1200, 50%]", "[1200, 150%]"), 3, "budgets[1]", "a budget is a positive number"),
+        (BASE.replace("[1200, 50%]", "[0]"), 3, "budgets[0]", "a budget is a positive number"),
+        (BASE.replace("prompts: [p.txt]", "prompts: [missing.txt]"), 4, "prompts[0]", "'missing.txt' not found"),
+        (BASE.replace("prompts: [p.txt]", "prompts: []"), 4, "prompts", "needs at least one prompt"),
+        (BASE.replace("s/*.yaml", "nothing/*.yaml"), 2, "scenarios[0]", "no scenario file matches"),
+        (BASE + "strategies: [summary, magic]\n", 5, "strategies", "unknown strategy 'magic'"),
+        (BASE + "strategies: [summary, no_such_module:fn]\n", 5, "strategies[1]", "cannot import strategy"),
+        (BASE + "repeats: 0\n", 5, "repeats", "greater than or equal to 1"),
+        (BASE + "budget: [1]\n", 5, "budget", "unknown key"),
+        (BASE.replace("name: e\n", ""), 1, "name", "missing"),
+    ],
+)
 def test_eval_errors_are_located(folder, text, line, field, message):
     path = write(folder, text)
     with pytest.raises(InputError) as caught:
@@ -103,7 +106,6 @@ def test_validate_counts_what_a_run_would_do(eval_file, capsys):
 
 def test_summary_layout_defaults_by_model_and_shapes_the_request(folder):
     from harness.compaction.seed import CompactionSettings, summary_request
-
     from harness.models.weights import DEFAULT, SMOLLM2
 
     # Each embedded model gets the layout measured best on it; any other model the seed's.
@@ -115,7 +117,9 @@ def test_summary_layout_defaults_by_model_and_shapes_the_request(folder):
     seed = summary_request("user: hi", CompactionSettings("Summarise.", layout="system"))
     assert seed == {"system": "Summarise.", "messages": [{"role": "user", "content": "user: hi"}]}
     after = summary_request("user: hi", CompactionSettings("Summarise.", layout="transcript-first"))
-    assert after == {"messages": [{"role": "user", "content": "<conversation>\nuser: hi\n</conversation>\n\nSummarise."}]}
+    assert after == {
+        "messages": [{"role": "user", "content": "<conversation>\nuser: hi\n</conversation>\n\nSummarise."}]
+    }
 
 
 def test_sampling_settings_and_the_control_prompt(folder):

@@ -18,17 +18,33 @@ from harness.inputs.importers.agent_logs import OverlayFact
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
 PAGES = {path: path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]}
-BLOCKS = [(path, kind, text) for path, page in PAGES.items() for kind, text in re.findall(r"```(\w*)\n(.*?)```", page, re.DOTALL)]
+BLOCKS = [
+    (path, kind, text)
+    for path, page in PAGES.items()
+    for kind, text in re.findall(r"```(\w*)\n(.*?)```", page, re.DOTALL)
+]
 YAML = [(path, text) for path, kind, text in BLOCKS if kind == "yaml" and not text.startswith("facts:")]
 OVERLAYS = [text for _, kind, text in BLOCKS if kind == "yaml" and text.startswith("facts:")]
-COMMANDS = [line for _, kind, text in BLOCKS if kind == "sh" for line in text.splitlines()
-            if line.strip().startswith("harness ")]
+COMMANDS = [
+    line
+    for _, kind, text in BLOCKS
+    if kind == "sh"
+    for line in text.splitlines()
+    if line.strip().startswith("harness ")
+]
 
 
 def test_the_readme_fits_two_screens_and_says_how_to_start():
     assert len(README.splitlines()) <= 80
-    for text in ("make demo", "make test", "source .venv/bin/activate", "docs/getting-started.md",
-                 "harness run", "harness compare", "harness gate"):
+    for text in (
+        "make demo",
+        "make test",
+        "source .venv/bin/activate",
+        "docs/getting-started.md",
+        "harness run",
+        "harness compare",
+        "harness gate",
+    ):
         assert text in README, text
 
 
@@ -44,7 +60,10 @@ def test_every_yaml_block_validates(path, text, tmp_path, capsys):
     (tmp_path / "evals").mkdir()
     example = tmp_path / "evals" / "example.yaml"
     example.write_text(text)
-    assert main(["validate", str(example), "--results", str(tmp_path / "results")]) == 0, (path, capsys.readouterr().err)
+    assert main(["validate", str(example), "--results", str(tmp_path / "results")]) == 0, (
+        path,
+        capsys.readouterr().err,
+    )
 
 
 @pytest.mark.parametrize("text", OVERLAYS)
@@ -66,13 +85,18 @@ def test_nothing_points_outside_the_repository():
 
 
 def test_the_reference_pages_are_generated_from_the_code_as_it_is():
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "docs_reference.py"), "--check"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "docs_reference.py"), "--check"], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr  # a flag or field changed: run `make docs`
 
 
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                          cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "site" / "agent-sessions" / "index.html").is_file()

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import anthropic
 import pytest
-
 from browser import CHROMIUM, inspect_page
-from harness.execution.agent import Agent
+
 from harness.cli import main
-from harness.compaction.seed import ACKNOWLEDGEMENT, CompactionSettings, SUMMARY_PREFIX
+from harness.compaction.seed import ACKNOWLEDGEMENT, SUMMARY_PREFIX, CompactionSettings
+from harness.execution.agent import Agent
 from harness.models.backends import open_model
 from harness.records import read_jsonl
 from harness.scoring.verdict import VERDICTS
@@ -29,8 +29,9 @@ def local():
 
 def test_three_turns_compact_and_the_compacted_history_is_accepted(local):
     out = io.StringIO()
-    agent = Agent(local, context_limit=600, max_tokens=96, output_stream=out,
-                  settings=CompactionSettings(summary_max_tokens=96))
+    agent = Agent(
+        local, context_limit=600, max_tokens=96, output_stream=out, settings=CompactionSettings(summary_max_tokens=96)
+    )
     for question in ["Tell me about the Eiffel Tower in detail.", "And the Louvre?", "And Notre-Dame?"]:
         assert agent.ask(question)
     assert "[compact] folded" in out.getvalue()
@@ -44,8 +45,13 @@ def test_three_turns_compact_and_the_compacted_history_is_accepted(local):
 
 
 def test_token_budget_counts_with_the_server(local):
-    agent = Agent(local, context_limit=60, max_tokens=48, output_stream=io.StringIO(),
-                  settings=CompactionSettings(unit="tokens", summary_max_tokens=64))
+    agent = Agent(
+        local,
+        context_limit=60,
+        max_tokens=48,
+        output_stream=io.StringIO(),
+        settings=CompactionSettings(unit="tokens", summary_max_tokens=64),
+    )
     agent.ask("My locker code is 4471.")
     agent.ask("What is a good name for a cat?")
     agent.ask("And for a dog?")
@@ -57,7 +63,8 @@ def test_server_is_local_only_and_needs_its_key(local):
     assert url.host == "127.0.0.1"
     with pytest.raises(anthropic.AuthenticationError):
         anthropic.Anthropic(base_url=str(url), api_key="wrong", max_retries=0).messages.create(
-            model="x", max_tokens=4, messages=[{"role": "user", "content": "hi"}])
+            model="x", max_tokens=4, messages=[{"role": "user", "content": "hi"}]
+        )
 
 
 def test_a_small_eval_end_to_end(tmp_path, capsys, monkeypatch):
@@ -67,7 +74,8 @@ def test_a_small_eval_end_to_end(tmp_path, capsys, monkeypatch):
     (tmp_path / "e.yaml").write_text(
         "name: e2e\nmodel: smollm2-135m\nscenarios: ['tiny*.yaml']\nbudgets: [300]\nprompts: [seed.txt]\n"
         "strategies: [summary, none, no-history]\nsummary_max_tokens: 96\nreply_max_tokens: 64\n"
-        "probe: {max_tokens: 32}\n")
+        "probe: {max_tokens: 32}\n"
+    )
     results = tmp_path / "results"
     command = ["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet", "--judge", FAST]
     assert main(command) == 0
@@ -116,15 +124,18 @@ CONV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "con
 def test_a_locomo_slice_end_to_end(tmp_path, capsys):
     raw = json.loads(CONV.read_text())
     sessions = ("session_1", "session_2")
-    conversation = {k: v for k, v in raw.items()
-                    if k in ("speaker_a", "speaker_b") or k.split("_date_time")[0] in sessions}
+    conversation = {
+        k: v for k, v in raw.items() if k in ("speaker_a", "speaker_b") or k.split("_date_time")[0] in sessions
+    }
     qa = [q for q in raw["qa"] if q.get("evidence") and all(e.split(":")[0] in ("D1", "D2") for e in q["evidence"])]
     (tmp_path / "slice.json").write_text(json.dumps({**conversation, "qa": qa}))
     assert main(["import", "locomo", str(tmp_path / "slice.json"), "--out", str(tmp_path)]) == 0
     (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "harness/prompts/seed.txt").read_text())
     (tmp_path / "e.yaml").write_text(
-        "name: slice\nmodel: smollm2-135m\nscenarios: [slice.yaml]\nbudgets: ['40%']\nprompts: [seed.txt]\nstrategies: [summary]\n"
-        "summary_max_tokens: 96\nsummary_transcript_chars: 2000\nprobe: {max_tokens: 32, sample: 4}\n")
+        "name: slice\nmodel: smollm2-135m\nscenarios: [slice.yaml]\nbudgets: ['40%']\nprompts: [seed.txt]\n"
+        "strategies: [summary]\n"
+        "summary_max_tokens: 96\nsummary_transcript_chars: 2000\nprobe: {max_tokens: 32, sample: 4}\n"
+    )
     results = tmp_path / "results"
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet"]) == 0
     assert "slice.yaml: 18 turns, 20 facts" in capsys.readouterr().out
@@ -145,13 +156,16 @@ def test_no_api_key_reaches_any_output(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ANTHROPIC_API_KEY", fake_key)
     (tmp_path / "seed.txt").write_text("Summarise.")
     (tmp_path / "tiny.yaml").write_text((DATA / "tiny.yaml").read_text())
-    (tmp_path / "e.yaml").write_text("name: keys\nmodel: smollm2-135m\nscenarios: [tiny.yaml]\nbudgets: [200]\nprompts: [seed.txt]\n"
-                                     "summary_max_tokens: 32\nreply_max_tokens: 32\nprobe: {max_tokens: 16}\n")
+    (tmp_path / "e.yaml").write_text(
+        "name: keys\nmodel: smollm2-135m\nscenarios: [tiny.yaml]\nbudgets: [200]\nprompts: [seed.txt]\n"
+        "summary_max_tokens: 32\nreply_max_tokens: 32\nprobe: {max_tokens: 16}\n"
+    )
     results = tmp_path / "results"
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(results), "--quiet"]) == 0
     (run_dir,) = (results / "runs").iterdir()
     assert main(["report", str(run_dir)]) == 0
     from harness.models.local import _servers
+
     server_keys = [key for _, key in _servers.values()]
     printed = "".join(capsys.readouterr())
     files = [p for p in results.rglob("*") if p.is_file()]
@@ -171,9 +185,11 @@ def test_generated_facts_retention_and_the_no_history_control(tmp_path, capsys):
     generate(Options(scenarios=1, facts=8, filler_chars=0, seed=11), tmp_path / "gen")
     evals = Path(__file__).parents[1] / "harness" / "prompts"
     (tmp_path / "e.yaml").write_text(
-        f"name: gen-e2e\nmodel: smollm2-135m\nscenarios: ['gen/*.yaml']\nbudgets: ['50%']\nprompts: ['{evals / 'fact-list.txt'}']\n"
+        f"name: gen-e2e\nmodel: smollm2-135m\nscenarios: ['gen/*.yaml']\nbudgets: ['50%']\n"
+        f"prompts: ['{evals / 'fact-list.txt'}']\n"
         f"control_prompt: '{evals / 'keeps-nothing.txt'}'\nstrategies: [summary, no-history]\n"
-        "summary_max_tokens: 96\nprobe: {max_tokens: 32}\nsummary_layout: transcript-first\n")
+        "summary_max_tokens: 96\nprobe: {max_tokens: 32}\nsummary_layout: transcript-first\n"
+    )
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "Summary retention by prompt and budget" in out and "Prompt sensitivity" in out
@@ -192,15 +208,20 @@ def test_the_report_of_a_real_run_in_headless_chromium(tmp_path, capsys):
     (tmp_path / "seed.txt").write_text((Path(__file__).parents[1] / "harness/prompts/seed.txt").read_text())
     (tmp_path / "tiny.yaml").write_text((DATA / "tiny.yaml").read_text())
     (tmp_path / "e.yaml").write_text(
-        "name: page\nmodel: smollm2-135m\nscenarios: [tiny.yaml]\nbudgets: [300]\nprompts: [seed.txt]\nstrategies: [summary, none]\n"
-        "summary_max_tokens: 96\nreply_max_tokens: 64\nprobe: {max_tokens: 32}\n")
+        "name: page\nmodel: smollm2-135m\nscenarios: [tiny.yaml]\nbudgets: [300]\nprompts: [seed.txt]\n"
+        "strategies: [summary, none]\n"
+        "summary_max_tokens: 96\nreply_max_tokens: 64\nprobe: {max_tokens: 32}\n"
+    )
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "results"), "--quiet"]) == 0
     (run_dir,) = (tmp_path / "results" / "runs").iterdir()
     assert main(["report", str(run_dir)]) == 0
     capsys.readouterr()
     record = next(r for r in read_jsonl(run_dir / "records.jsonl") if r["strategy"] == "summary")
-    passed_through = [c["summary"] for c in read_jsonl(run_dir / "compactions.jsonl") if c["case"] == record["case"]
-                      and c["summary"] and c["first_verbatim_turn"] > record["changed_turn"]]
+    passed_through = [
+        c["summary"]
+        for c in read_jsonl(run_dir / "compactions.jsonl")
+        if c["case"] == record["case"] and c["summary"] and c["first_verbatim_turn"] > record["changed_turn"]
+    ]
     shot = tmp_path / "explorer.png"
     found = inspect_page(run_dir / "report" / "report.html", tmp_path, fact=record["fact"], screenshot=shot)
     assert found["images"] and set(found["images"]) == {"ok"}
@@ -215,12 +236,32 @@ def test_langchain_eval_on_the_embedded_model(tmp_path, capsys):
     pytest.importorskip("langchain.agents.middleware.summarization")
     eval_file = Path(__file__).parents[1] / "evals" / "langchain.yaml"
     seed = str(eval_file.parents[1] / "harness" / "prompts" / "seed.txt")
-    assert main(["run", str(eval_file), "--model", FAST, "--budget", "40%", "--prompt", seed, "--no-probes",
-                 "--results", str(tmp_path), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(eval_file),
+                "--model",
+                FAST,
+                "--budget",
+                "40%",
+                "--prompt",
+                seed,
+                "--no-probes",
+                "--results",
+                str(tmp_path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert "summary: seed" in capsys.readouterr().out
     (run_dir,) = (tmp_path / "runs").iterdir()
-    theirs = [c for c in read_jsonl(run_dir / "compactions.jsonl")
-              if c["strategy"] == "harness.adapters.langchain:summarization"]
+    theirs = [
+        c
+        for c in read_jsonl(run_dir / "compactions.jsonl")
+        if c["strategy"] == "harness.adapters.langchain:summarization"
+    ]
     assert theirs and all(c["summary"] and c["output_tokens"] > 0 and c["error"] is None for c in theirs)
     retention = [r for r in read_jsonl(run_dir / "retention.jsonl") if r["strategy"] == theirs[0]["strategy"]]
     assert retention and all(r["error"] is None and r["retained"] is not None for r in retention)
@@ -230,13 +271,13 @@ def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, 
     """The embedded model has no batch endpoint (`--batch` fails in seconds, one line); behind a
     loopback batch engine that forwards to it, a batch run plays every case in waves."""
     import anthropic
-
     from batch_server import BatchServer
+
+    from harness.execution.evals import load_eval
+    from harness.execution.executors import run_eval
+    from harness.models.backends import Backend
     from harness.models.batch import BatchEndpoint
     from harness.models.cache import ResponseCache
-    from harness.execution.evals import load_eval
-    from harness.models.backends import Backend
-    from harness.execution.executors import run_eval
 
     eval_file = Path(__file__).parents[1] / "evals" / "smoke.yaml"
     assert main(["run", str(eval_file), "--model", FAST, "--batch", "--results", str(tmp_path), "--quiet"]) == 1
@@ -246,14 +287,16 @@ def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, 
         known = {k: params[k] for k in ("max_tokens", "messages", "system", "tools") if k in params}
         sampling = {k: v for k, v in params.items() if k not in known and k != "model"}
         return local.client.messages.create(model=params["model"], extra_body=sampling, **known).model_dump(
-            mode="json", exclude_none=True)
+            mode="json", exclude_none=True
+        )
 
     ev = load_eval(eval_file, model=FAST, scenario_ids=["trip-planning"], prompt_ids=["seed"], batch=True)
     ev.spec.batch_poll_seconds = 0.05
     with BatchServer(respond=forward, batch_delay_s=0.0) as server:
         client = anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0, timeout=600)
-        backend = Backend(client, local.model, local.identity, dict(local.sampling),
-                          cache=ResponseCache(tmp_path / "cache.sqlite"))
+        backend = Backend(
+            client, local.model, local.identity, dict(local.sampling), cache=ResponseCache(tmp_path / "cache.sqlite")
+        )
         run_dir = run_eval(ev, backend, tmp_path, progress=False, batch=BatchEndpoint(client))
     records = read_jsonl(run_dir / "records.jsonl")
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -265,8 +308,9 @@ def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, 
     # probes at once), not one per request.
     live = sum(turn.assistant is None for turn in ev.scenarios[0].turns)
     compactions = read_jsonl(run_dir / "compactions.jsonl")
-    chain = max(live + 1 + sum(c["chunks"] for c in compactions if c["case"] == case)
-                for case in {r["case"] for r in records})
+    chain = max(
+        live + 1 + sum(c["chunks"] for c in compactions if c["case"] == case) for case in {r["case"] for r in records}
+    )
     assert live >= 1 and 2 <= manifest["waves"] <= chain and manifest["waves"] * 3 < len(server.submitted)
     assert compactions[0]["summary"]
 
@@ -278,8 +322,10 @@ def test_the_agent_and_alternatives_evals_on_the_embedded_model(tmp_path, capsys
     evals/alternatives.yaml on the same sessions (its summary cases come from the response cache):
     masking and clearing tool results, the server-side strategies skipped and said so."""
     root = Path(__file__).parents[1]
-    assert main(["run", str(root / "evals" / "agent.yaml"), "--model", FAST, "--results", str(tmp_path / "r"),
-                 "--quiet"]) == 0
+    assert (
+        main(["run", str(root / "evals" / "agent.yaml"), "--model", FAST, "--results", str(tmp_path / "r"), "--quiet"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Summary retention by fact kind" in out and "facts stated per 1,000 summary tokens" in out
     run_dir = next((tmp_path / "r" / "runs").iterdir())
@@ -291,16 +337,37 @@ def test_the_agent_and_alternatives_evals_on_the_embedded_model(tmp_path, capsys
     # The recorded summary states the task, the prohibition, the error and the file; not the count, nor
     # the command run before the cut (the commands so far: a set that grows).
     recorded = {r["fact"]: r["retained"] for r in retention if r["strategy"] == "recorded"}
-    assert recorded == {"task": True, "constraint-1": True, "first-error": True, "first-failures": False,
-                        "files-changed": True, "commands-run": False}
+    assert recorded == {
+        "task": True,
+        "constraint-1": True,
+        "first-error": True,
+        "first-failures": False,
+        "files-changed": True,
+        "commands-run": False,
+    }
     # Every generated session (one user line, 24 tool steps) compacted inside its tool loop.
     compactions = read_jsonl(run_dir / "compactions.jsonl")
-    inside = {c["scenario"] for c in compactions if c["scenario"].startswith("coding-") and c["before_turn"] > 0
-              and c["summary"]}
+    inside = {
+        c["scenario"]
+        for c in compactions
+        if c["scenario"].startswith("coding-") and c["before_turn"] > 0 and c["summary"]
+    }
     assert inside == {f"coding-1-00{n}" for n in range(4)}
     capsys.readouterr()
-    assert main(["run", str(root / "evals" / "alternatives.yaml"), "--model", FAST, "--results", str(tmp_path / "r"),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(root / "evals" / "alternatives.yaml"),
+                "--model",
+                FAST,
+                "--results",
+                str(tmp_path / "r"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     run_dir = max((tmp_path / "r" / "runs").glob("alternatives-*"))
     retention = read_jsonl(run_dir / "retention.jsonl")
@@ -315,9 +382,26 @@ def test_next_action_eval_on_the_embedded_model(tmp_path, capsys):
     asked for its next step from the compacted and the full history (twice), with the sessions'
     tools; every cut is recorded with the log's own step, and the report shows fidelity and floor."""
     root = Path(__file__).parents[1]
-    assert main(["run", str(root / "evals" / "next-action.yaml"), "--model", FAST, "--scenario", "coding-1-000",
-                 "--scenario", "claude_code_session", "--prompt-id", "seed", "--results", str(tmp_path),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(root / "evals" / "next-action.yaml"),
+                "--model",
+                FAST,
+                "--scenario",
+                "coding-1-000",
+                "--scenario",
+                "claude_code_session",
+                "--prompt-id",
+                "seed",
+                "--results",
+                str(tmp_path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Next-action fidelity" in out and "noise floor" in out
     run_dir = next((tmp_path / "runs").iterdir())

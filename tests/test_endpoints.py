@@ -9,16 +9,23 @@ from http.server import BaseHTTPRequestHandler
 import anthropic
 import httpx2
 import pytest
-
 from fakes import FakeClient
 from loopback import Loopback
-from harness.models.cache import ResponseCache
-from harness.cli import main
-from harness.models.client import reply_problem
-from harness.models.backends import open_model
 
-GOOD = {"id": "m", "type": "message", "role": "assistant", "model": "x", "stop_reason": "end_turn",
-        "content": [{"type": "text", "text": "OK"}], "usage": {"input_tokens": 3, "output_tokens": 1}}
+from harness.cli import main
+from harness.models.backends import open_model
+from harness.models.cache import ResponseCache
+from harness.models.client import reply_problem
+
+GOOD = {
+    "id": "m",
+    "type": "message",
+    "role": "assistant",
+    "model": "x",
+    "stop_reason": "end_turn",
+    "content": [{"type": "text", "text": "OK"}],
+    "usage": {"input_tokens": 3, "output_tokens": 1},
+}
 
 
 class Endpoint(Loopback):
@@ -65,8 +72,9 @@ BROKEN = {
 
 def _run(eval_file, tmp_path, url):
     started = time.monotonic()
-    code = main(["run", str(eval_file), "--base-url", url, "--model", "m", "--results", str(tmp_path / "results"),
-                 "--quiet"])
+    code = main(
+        ["run", str(eval_file), "--base-url", url, "--model", "m", "--results", str(tmp_path / "results"), "--quiet"]
+    )
     return code, time.monotonic() - started
 
 
@@ -95,8 +103,9 @@ def test_bad_replies_during_a_run_are_errors_never_cached(tmp_path):
         backend.cache = ResponseCache(tmp_path / "cache.sqlite")
         with pytest.raises(Exception, match="not a Messages reply"):
             backend.create(max_tokens=5, messages=[{"role": "user", "content": "hi"}])
-    key = backend.cache.key(backend.identity, backend.sampling, {"max_tokens": 5, "messages": [
-        {"role": "user", "content": "hi"}]})
+    key = backend.cache.key(
+        backend.identity, backend.sampling, {"max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    )
     assert backend.cache.get(key) is None
     # An entry stored by an older version is not replayed: the request goes to the server.
     backend.cache.put(key, {"hello": "world"})
@@ -106,14 +115,17 @@ def test_bad_replies_during_a_run_are_errors_never_cached(tmp_path):
     assert reply["content"][0]["text"] == "OK" and server.requests == 1
 
 
-@pytest.mark.parametrize("data, problem", [
-    (GOOD, None),
-    ("<html>", "not a JSON object"),
-    ({"hello": "world"}, "not a Messages reply"),
-    ({**GOOD, "content": "OK"}, "not a list of blocks"),
-    ({**GOOD, "content": [{"type": "text"}]}, "without text"),
-    ({**GOOD, "content": [{"type": "tool_use", "name": "x", "input": {}}]}, "without id"),
-])
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        (GOOD, None),
+        ("<html>", "not a JSON object"),
+        ({"hello": "world"}, "not a Messages reply"),
+        ({**GOOD, "content": "OK"}, "not a list of blocks"),
+        ({**GOOD, "content": [{"type": "text"}]}, "without text"),
+        ({**GOOD, "content": [{"type": "tool_use", "name": "x", "input": {}}]}, "without id"),
+    ],
+)
 def test_what_counts_as_a_messages_reply(data, problem):
     found = reply_problem(data)
     assert (found is None) if problem is None else (problem in found)
@@ -122,6 +134,7 @@ def test_what_counts_as_a_messages_reply(data, problem):
 def test_a_run_with_too_many_errors_exits_non_zero(eval_file, tmp_path, capsys, monkeypatch):
     def failing(request):
         raise anthropic.APIConnectionError(request=httpx2.Request("POST", "http://127.0.0.1/v1/messages"))
+
     monkeypatch.setattr("harness.execution.executors.open_model", lambda *a, **k: FakeClient(failing))
     assert main(["run", str(eval_file), "--results", str(tmp_path), "--quiet"]) == 1
     err = capsys.readouterr().err

@@ -3,13 +3,13 @@ still fail are recorded as `error`, never as forgetting."""
 
 import anthropic
 import pytest
-
 from fault_server import FAULTS, FaultServer
+
 from harness.execution.evals import load_eval
+from harness.execution.executors import run_eval
 from harness.models.backends import Backend
 from harness.records import load_records, read_jsonl
 from harness.reports.tables import recall_by_budget
-from harness.execution.executors import run_eval
 
 
 def run_against(server: FaultServer, eval_file, out, retries: int):
@@ -44,21 +44,40 @@ def test_faults_are_retried_or_recorded_as_errors(eval_file, tmp_path):
 
 
 def _strip(records):
-    return sorted(({k: v for k, v in r.items() if k not in ("latency_s", "cached")} for r in records),
-                  key=lambda r: (r["case"], r["fact"]))
+    return sorted(
+        ({k: v for k, v in r.items() if k not in ("latency_s", "cached")} for r in records),
+        key=lambda r: (r["case"], r["fact"]),
+    )
 
 
 @pytest.mark.parametrize("jobs, cases_done, extra_wait", [(1, 0, 0.0), (1, 2, 0.1), (1, 4, 0.05), (4, 0, 0.15)])
-def test_sigkill_at_any_point_then_resume_gives_the_uninterrupted_records(eval_file, tmp_path, jobs, cases_done,
-                                                                          extra_wait):
+def test_sigkill_at_any_point_then_resume_gives_the_uninterrupted_records(
+    eval_file, tmp_path, jobs, cases_done, extra_wait
+):
     import signal
     import subprocess
     import sys
     import time
 
     def command(results, *extra):
-        return [sys.executable, "-m", "harness.cli", "run", str(eval_file), "--model", "fake", "--base-url",
-                server.url, "--results", str(results), "--quiet", "--no-cache", "--jobs", str(jobs), *extra]
+        return [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            str(eval_file),
+            "--model",
+            "fake",
+            "--base-url",
+            server.url,
+            "--results",
+            str(results),
+            "--quiet",
+            "--no-cache",
+            "--jobs",
+            str(jobs),
+            *extra,
+        ]
 
     with FaultServer(0.0, latency_s=0.15) as server:
         subprocess.run(command(tmp_path / "whole"), check=True, capture_output=True)
@@ -66,9 +85,15 @@ def test_sigkill_at_any_point_then_resume_gives_the_uninterrupted_records(eval_f
         process = subprocess.Popen(command(tmp_path / "killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         runs, deadline = tmp_path / "killed" / "runs", time.monotonic() + 60
         # Kill once `cases_done` cases are written, plus a moment: mid-case, mid-write, or mid-request.
-        while time.monotonic() < deadline and process.poll() is None and not (
-                runs.exists() and any(runs.iterdir())
-                and len(read_jsonl(next(runs.iterdir()) / "cases.jsonl")) >= cases_done):
+        while (
+            time.monotonic() < deadline
+            and process.poll() is None
+            and not (
+                runs.exists()
+                and any(runs.iterdir())
+                and len(read_jsonl(next(runs.iterdir()) / "cases.jsonl")) >= cases_done
+            )
+        ):
             time.sleep(0.01)
         time.sleep(extra_wait)
         process.send_signal(signal.SIGKILL)

@@ -6,18 +6,19 @@ import random
 import re
 
 import pytest
+from test_gate import kept, make_retention_run
+from test_report import crafted_run
 
 from harness.cli import main
 from harness.records import load_run
 from harness.reports.comparisons import best_variant, comparison_table
 from harness.reports.formats import text_report
-from test_gate import kept, make_retention_run
-from test_report import crafted_run
 
 
 def one_scenario(folder, outcomes, tokens=100):
-    return make_retention_run(folder, {"seed": {("s0", f"f{i}"): o for i, o in enumerate(outcomes)}},
-                              summary_tokens=tokens)
+    return make_retention_run(
+        folder, {"seed": {("s0", f"f{i}"): o for i, o in enumerate(outcomes)}}, summary_tokens=tokens
+    )
 
 
 def test_a_gate_row_that_could_not_be_tested_is_no_pass_and_the_header_agrees(tmp_path, capsys):
@@ -38,9 +39,10 @@ def test_retention_is_one_figure_per_variant_on_every_surface(tmp_path, capsys):
     # One fact through three summaries (kept in one), the others through one (all kept): per
     # observation that would be 60%, per fact and case (the gate's unit) 78%.
     rng = random.Random(0)
-    retained = {"seed": {**kept(rng, 0.5, scenarios=6, per=1, compactions=3),
-                         **{(f"s{s}", "g"): [1] for s in range(6)}},
-                "terse": {**kept(rng, 0.2, scenarios=6, per=1, compactions=3), **{(f"s{s}", "g"): [0] for s in range(6)}}}
+    retained = {
+        "seed": {**kept(rng, 0.5, scenarios=6, per=1, compactions=3), **{(f"s{s}", "g"): [1] for s in range(6)}},
+        "terse": {**kept(rng, 0.2, scenarios=6, per=1, compactions=3), **{(f"s{s}", "g"): [0] for s in range(6)}},
+    }
     run_dir = make_retention_run(tmp_path / "run", retained, prompts=("seed", "terse"))
     run = load_run(run_dir)
     table_cell = text_report(run_dir).split("Summary retention by prompt and budget")[1].split("\n")[2]
@@ -105,8 +107,10 @@ def test_the_gate_output_lists_what_it_leaves_out_and_ends_with_the_next_command
 
 def test_unknown_keys_and_flags_get_a_suggestion(tmp_path, capsys):
     bad = tmp_path / "s.yaml"
-    bad.write_text("id: s\ndescription: d\nturns:\n  - user: My code is 4471.\n    assistant: Noted.\n    facts:\n"
-                   "      - id: c\n        kind: number\n        anwser: '4471'\n        probe: What is my code?\n")
+    bad.write_text(
+        "id: s\ndescription: d\nturns:\n  - user: My code is 4471.\n    assistant: Noted.\n    facts:\n"
+        "      - id: c\n        kind: number\n        anwser: '4471'\n        probe: What is my code?\n"
+    )
     assert main(["validate", str(bad)]) == 1
     assert "anwser: unknown key (did you mean `answer`?)" in capsys.readouterr().err
     with pytest.raises(SystemExit):

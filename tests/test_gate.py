@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from browser import CHROMIUM, inspect_page
 
-from harness.cli import main
 from harness.analysis.compare import pair
+from harness.analysis.stats import wilson
+from harness.cli import main
 from harness.records import load_records
 from harness.reports.formats import html_report, markdown_report, write_report
-from harness.analysis.stats import wilson
-from browser import CHROMIUM, inspect_page
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf:98362432"
 
@@ -26,10 +26,24 @@ def make_run(folder: Path, hits: dict, prompt: str = "seed", model: str = MODEL,
     records = []
     for i, ((scenario, fact, budget), hit) in enumerate(sorted(hits.items())):
         verdict = "error" if i < errors else ("recalled" if hit else "forgot")
-        records.append({"case": f"{scenario}/summary/{budget}/{prompt}/0", "scenario": scenario, "fact": fact,
-                        "kind": "number", "budget": budget, "strategy": "summary", "prompt": prompt,
-                        "repeat": 0, "verdict": verdict, "answer": f"<script>alert({i})</script>",
-                        "expected": "42", "location": "gone", "compactions": 1, "model": model})
+        records.append(
+            {
+                "case": f"{scenario}/summary/{budget}/{prompt}/0",
+                "scenario": scenario,
+                "fact": fact,
+                "kind": "number",
+                "budget": budget,
+                "strategy": "summary",
+                "prompt": prompt,
+                "repeat": 0,
+                "verdict": verdict,
+                "answer": f"<script>alert({i})</script>",
+                "expected": "42",
+                "location": "gone",
+                "compactions": 1,
+                "model": model,
+            }
+        )
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (folder / "manifest.json").write_text(json.dumps({"eval": {"name": "crafted", "gate": {}}, "model": model}))
     return folder
@@ -151,9 +165,20 @@ def test_reports_escape_model_text(tmp_path):
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: run scripts/install-chromium.sh")
 def test_html_report_renders_its_plots_in_headless_chromium(tmp_path):
     run = make_run(tmp_path / "run", {k: k[1] in ("f0", "f1") for k in facts(3, 3)})
-    (run / "compactions.jsonl").write_text(json.dumps({"strategy": "summary", "prompt": "seed", "summary": "s",
-                                                        "size_before": 100, "size_after": 40,
-                                                        "output_tokens": 20, "latency_s": 1.0}) + "\n")
+    (run / "compactions.jsonl").write_text(
+        json.dumps(
+            {
+                "strategy": "summary",
+                "prompt": "seed",
+                "summary": "s",
+                "size_before": 100,
+                "size_after": 40,
+                "output_tokens": 20,
+                "latency_s": 1.0,
+            }
+        )
+        + "\n"
+    )
     found = inspect_page(write_report(run)["html"], tmp_path)
     assert len(found["images"]) == 5 and set(found["images"]) == {"ok"}
 
@@ -166,8 +191,15 @@ def test_model_text_stays_text_inside_the_explorer(tmp_path):
     assert found["scripts"] == 3  # ...and never run: the explorer's data, its code and the probe
 
 
-def make_retention_run(folder: Path, retained: dict, prompts=("seed",), control=None, summary_tokens=100,
-                       model: str = MODEL, kind_of=lambda fact: "number") -> Path:
+def make_retention_run(
+    folder: Path,
+    retained: dict,
+    prompts=("seed",),
+    control=None,
+    summary_tokens=100,
+    model: str = MODEL,
+    kind_of=lambda fact: "number",
+) -> Path:
     """A run without probes: per prompt, `retained[prompt]` maps (scenario, fact) to the 0/1 outcomes of
     that fact's successive compactions; every compaction's summary is `summary_tokens[prompt]` long;
     `kind_of(fact)` is the fact's kind."""
@@ -177,17 +209,44 @@ def make_retention_run(folder: Path, retained: dict, prompts=("seed",), control=
         for (scenario, fact), outcomes in sorted(facts_of.items()):
             case = f"{scenario}/summary/50%/{prompt}/0"
             for i, kept in enumerate(outcomes):
-                rows.append({"case": case, "scenario": scenario, "strategy": "summary", "budget": "50%",
-                             "prompt": prompt, "repeat": 0, "fact": fact, "kind": kind_of(fact), "compaction": i,
-                             "expected": "42", "retained": bool(kept), "error": None, "model": model})
+                rows.append(
+                    {
+                        "case": case,
+                        "scenario": scenario,
+                        "strategy": "summary",
+                        "budget": "50%",
+                        "prompt": prompt,
+                        "repeat": 0,
+                        "fact": fact,
+                        "kind": kind_of(fact),
+                        "compaction": i,
+                        "expected": "42",
+                        "retained": bool(kept),
+                        "error": None,
+                        "model": model,
+                    }
+                )
         tokens = summary_tokens[prompt] if isinstance(summary_tokens, dict) else summary_tokens
-        compactions += [{"case": f"s/summary/50%/{prompt}/0", "strategy": "summary", "prompt": prompt,
-                         "summary": "x", "size_before": 1000, "size_after": 400, "output_tokens": tokens,
-                         "latency_s": 1.0}] * 3
+        compactions += [
+            {
+                "case": f"s/summary/50%/{prompt}/0",
+                "strategy": "summary",
+                "prompt": prompt,
+                "summary": "x",
+                "size_before": 1000,
+                "size_after": 400,
+                "output_tokens": tokens,
+                "latency_s": 1.0,
+            }
+        ] * 3
     (folder / "retention.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (folder / "compactions.jsonl").write_text("".join(json.dumps(c) + "\n" for c in compactions))
-    about = {"eval": {"name": "crafted", "gate": {}}, "model": model, "control_prompt": control,
-             "prompts": [{"id": p} for p in retained]}
+    about = {
+        "eval": {"name": "crafted", "gate": {}},
+        "model": model,
+        "control_prompt": control,
+        "prompts": [{"id": p} for p in retained],
+    }
     (folder / "manifest.json").write_text(json.dumps(about))
     return folder
 
@@ -245,12 +304,15 @@ def test_a_prompt_that_drops_one_kind_fails_on_that_kind_though_the_overall_drop
 def test_each_kind_is_tested_at_alpha_over_the_number_of_kinds(tmp_path, capsys):
     """A kind loses its fact in 5 of 12 scenarios (-42%, p = 0.017): a failure when two kinds share
     alpha (0.025), not when four do (0.0125)."""
+
     def runs(kinds: int) -> tuple[Path, Path]:
         seed = {(f"s{s}", f"{k}-0"): [1] for s in range(12) for k in "abcd"[:kinds]}
         lost = {key: [0] if key[1] == "a-0" and int(key[0][1:]) < 5 else v for key, v in seed.items()}
         folder = tmp_path / str(kinds)
-        return (make_retention_run(folder / "base", {"seed": seed}, kind_of=by_prefix),
-                make_retention_run(folder / "lost", {"seed": lost}, kind_of=by_prefix))
+        return (
+            make_retention_run(folder / "base", {"seed": seed}, kind_of=by_prefix),
+            make_retention_run(folder / "lost", {"seed": lost}, kind_of=by_prefix),
+        )
 
     base, lost = runs(2)
     main(["gate", "--run", str(lost), "--baseline", str(base), "--max-drop", "0.5"])
@@ -266,8 +328,9 @@ def test_summaries_that_grow_fail_on_size_even_when_they_keep_everything(tmp_pat
     rng = random.Random(4)
     seed = kept(rng, 0.6)
     base = make_retention_run(tmp_path / "base", {"seed": seed}, summary_tokens=100)
-    verbatim = make_retention_run(tmp_path / "verbatim", {"seed": {k: [1] * len(v) for k, v in seed.items()}},
-                                  summary_tokens=160)
+    verbatim = make_retention_run(
+        tmp_path / "verbatim", {"seed": {k: [1] * len(v) for k, v in seed.items()}}, summary_tokens=160
+    )
     assert main(["gate", "--run", str(verbatim), "--baseline", str(base)]) == 100
     out = capsys.readouterr().out
     assert "**Summary size: seed FAILS**: median summary 160 tokens against the baseline's 100 (+60%" in out
@@ -297,6 +360,7 @@ def test_the_gate_checks_the_baseline_and_prompt_before_any_model_call(tmp_path,
 
 def load_records_name(eval_file: Path) -> str:
     from harness.execution.evals import load_eval
+
     return load_eval(eval_file).spec.name
 
 
@@ -312,9 +376,11 @@ def test_a_baseline_with_other_sampling_or_layout_cannot_judge(tmp_path, capsys)
 
 def test_analysis_never_imports_the_runner_the_agent_or_the_sdk():
     # (it reads the strategy registry in harness.compaction, which imports nothing of the agent's)
-    code = ("import sys, harness.analysis.gate, harness.reports.formats, harness.analysis.compare, harness.records; "
-            "print(sorted(m for m in sys.modules if m in ('anthropic', 'harness.execution.runner', "
-            "'harness.execution.agent', 'xllamacpp')))")
+    code = (
+        "import sys, harness.analysis.gate, harness.reports.formats, harness.analysis.compare, harness.records; "
+        "print(sorted(m for m in sys.modules if m in ('anthropic', 'harness.execution.runner', "
+        "'harness.execution.agent', 'xllamacpp')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -330,7 +396,12 @@ def test_summaries_that_run_into_the_token_cap_more_often_fail(tmp_path, capsys)
             row["capped"] = i < round(share * len(rows))
         (run / "compactions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         return run
-    base, copying, same = with_caps(tmp_path / "base", 0.0), with_caps(tmp_path / "copy", 2 / 3), with_caps(tmp_path / "same", 0.0)
+
+    base, copying, same = (
+        with_caps(tmp_path / "base", 0.0),
+        with_caps(tmp_path / "copy", 2 / 3),
+        with_caps(tmp_path / "same", 0.0),
+    )
     assert main(["gate", "--run", str(copying), "--baseline", str(base)]) == 100
     out = capsys.readouterr().out
     assert "**Summary cap: seed FAILS**: 67% of the summaries stop at the token cap against the baseline's 0%" in out
@@ -352,17 +423,28 @@ def test_a_candidate_named_like_the_control_is_compared_with_the_eval_prompt_nev
     base = tmp_path / "base"
     base.mkdir()
     (base / "records.jsonl").write_text((seed / "records.jsonl").read_text() + (control / "records.jsonl").read_text())
-    (base / "manifest.json").write_text(json.dumps({
-        "eval": {"name": "crafted", "gate": {}}, "model": MODEL, "control_prompt": "keeps-nothing",
-        "prompts": [{"id": "seed"}, {"id": "keeps-nothing"}]}))
+    (base / "manifest.json").write_text(
+        json.dumps(
+            {
+                "eval": {"name": "crafted", "gate": {}},
+                "model": MODEL,
+                "control_prompt": "keeps-nothing",
+                "prompts": [{"id": "seed"}, {"id": "keeps-nothing"}],
+            }
+        )
+    )
     candidate = make_run(tmp_path / "cand", {k: k[1] == "f0" and k[0] < "s2" for k in keys}, prompt="keeps-nothing")
     assert main(["gate", "--run", str(candidate), "--baseline", str(base)]) == 100
     out = capsys.readouterr().out
-    assert "Candidate `keeps-nothing` is compared with baseline `seed` (the baseline's first prompt: 'keeps-nothing' " \
-           "is the baseline's keeps-nothing control's id, and a candidate is never compared with the control)" in out
+    assert (
+        "Candidate `keeps-nothing` is compared with baseline `seed` (the baseline's first prompt: 'keeps-nothing' "
+        "is the baseline's keeps-nothing control's id, and a candidate is never compared with the control)" in out
+    )
     assert main(["gate", "--run", str(candidate), "--baseline", str(base), "--against", "keeps-nothing"]) == 1
-    assert "is the baseline's keeps-nothing control: a candidate is compared with a summary prompt (seed)" \
-           in capsys.readouterr().err
+    assert (
+        "is the baseline's keeps-nothing control: a candidate is compared with a summary prompt (seed)"
+        in capsys.readouterr().err
+    )
 
 
 def test_one_budget_and_all_budgets_give_one_verdict_for_the_same_evidence(tmp_path, capsys):
@@ -377,4 +459,5 @@ def test_one_budget_and_all_budgets_give_one_verdict_for_the_same_evidence(tmp_p
     cells = {c.get("name"): c for c in suite if c.get("classname").startswith("recall")}
     assert set(cells) == {"budget 70%", "all budgets"}
     assert [c.find("skipped").get("message") for c in cells.values()] == 2 * [
-        cells["all budgets"].find("skipped").get("message")]
+        cells["all budgets"].find("skipped").get("message")
+    ]

@@ -5,19 +5,19 @@ import re
 from pathlib import Path
 
 import pytest
-
 from fakes import FakeAnthropic, FakeClient
-from harness.models.cache import ResponseCache
+
 from harness.cli import main
-from harness.execution.evals import load_eval
-from harness.inputs.generators.chat import Options, generate
-from harness.models.backends import Backend
-from harness.reports.formats import html_report, text_report
-from harness.records import read_jsonl
 from harness.execution.cases import plan_cases
+from harness.execution.evals import load_eval
 from harness.execution.executors import run_eval
+from harness.inputs.generators.chat import Options, generate
 from harness.inputs.probes import probes
 from harness.inputs.scenario import load_scenario
+from harness.models.backends import Backend
+from harness.models.cache import ResponseCache
+from harness.records import read_jsonl
+from harness.reports.formats import html_report, text_report
 from harness.scoring.matchers import Expectation, states_about
 
 
@@ -25,9 +25,11 @@ def write_eval(folder: Path, extra: str = "") -> Path:
     (folder / "copy.txt").write_text("Copy everything.")
     (folder / "ok.txt").write_text("Reply with the single word OK and nothing else.")
     path = folder / "gen.yaml"
-    path.write_text("name: gen\nscenarios: ['gen/*.yaml']\nbudgets: ['50%']\nprompts: [copy.txt]\n"
-                    "control_prompt: ok.txt\nstrategies: [summary, truncate]\nprobes: false\n"
-                    "summary_layout: transcript-first\n" + extra)
+    path.write_text(
+        "name: gen\nscenarios: ['gen/*.yaml']\nbudgets: ['50%']\nprompts: [copy.txt]\n"
+        "control_prompt: ok.txt\nstrategies: [summary, truncate]\nprobes: false\n"
+        "summary_layout: transcript-first\n" + extra
+    )
     return path
 
 
@@ -52,8 +54,13 @@ def test_same_seed_same_files_and_every_kind_planted_everywhere(tmp_path):
             for fact in turn.facts:
                 kinds.add(fact.kind)
                 assert fact.subject and fact.subject in fact.probe
-                channels.add("tool" if turn.assistant.tool_calls else
-                             "user" if fact.subject.lower() in turn.user.lower() and "note" in turn.user else "assistant")
+                channels.add(
+                    "tool"
+                    if turn.assistant.tool_calls
+                    else "user"
+                    if fact.subject.lower() in turn.user.lower() and "note" in turn.user
+                    else "assistant"
+                )
                 distracted += bool(fact.distractors)
             superseded += len(turn.supersedes)
         assert len(probes(scenario)) == 16
@@ -61,12 +68,15 @@ def test_same_seed_same_files_and_every_kind_planted_everywhere(tmp_path):
     assert channels == {"user", "assistant", "tool"} and superseded > 0 and distracted > 0
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--scenarios", "0"], "--scenarios must be at least 1"),
-    (["--facts", "500"], "--facts must be between 1 and"),
-    (["--filler", "lots"], "filler is a number of characters"),
-    (["--facts", "2", "--filler", "0", "--budget", "100000"], "compaction would never fire"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--scenarios", "0"], "--scenarios must be at least 1"),
+        (["--facts", "500"], "--facts must be between 1 and"),
+        (["--filler", "lots"], "filler is a number of characters"),
+        (["--facts", "2", "--filler", "0", "--budget", "100000"], "compaction would never fire"),
+    ],
+)
 def test_impossible_options_say_so_in_one_line_and_write_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "out"
     assert main(["generate", "--out", str(out), *args]) == 1
@@ -94,8 +104,12 @@ def test_a_run_without_probes_measures_retention_of_every_folded_fact(tmp_path):
     client = FakeClient(summariser)
     run_dir = run_eval(ev, client, tmp_path / "results", progress=False)
     assert read_jsonl(run_dir / "records.jsonl") == []
-    assert not any(m["content"].endswith("?") for r in client.requests for m in r["messages"][-1:]
-                   if isinstance(m["content"], str) and "<conversation>" not in m["content"])
+    assert not any(
+        m["content"].endswith("?")
+        for r in client.requests
+        for m in r["messages"][-1:]
+        if isinstance(m["content"], str) and "<conversation>" not in m["content"]
+    )
     rows = read_jsonl(run_dir / "retention.jsonl")
     by = {}
     for row in rows:
@@ -122,8 +136,7 @@ def test_repeats_at_temperature_zero_collapse_and_above_zero_are_new_samples(tmp
     ev = load_eval(write_eval(tmp_path, "repeats: 3\ntemperature: 0.7\n"))
     assert {c.repeat for c in plan_cases(ev)} == {0, 1, 2}
     fake = FakeAnthropic(summariser)
-    backend = Backend(fake, "m", "fake", {"temperature": 0.7, "seed": 0},
-                      ResponseCache(tmp_path / "cache.sqlite"))
+    backend = Backend(fake, "m", "fake", {"temperature": 0.7, "seed": 0}, ResponseCache(tmp_path / "cache.sqlite"))
     run_eval(ev, backend, tmp_path / "results", progress=False)
     summaries = [r for r in fake.fake.requests if "<conversation>" in json.dumps(r)]
     # Each repeat sends its requests itself (its own cache entries), none served as a copy.
@@ -135,9 +148,12 @@ def test_cli_warns_when_repeats_would_be_copies(tmp_path, capsys, monkeypatch):
     generate(Options(scenarios=1, facts=4, filler_chars=0, seed=2, supersede=0), tmp_path / "gen")
     path = write_eval(tmp_path, "repeats: 4\n")
     import harness.execution.executors
+
     monkeypatch.setattr(harness.execution.executors, "open_model", lambda *a, **k: FakeClient(summariser))
     assert main(["run", str(path), "--results", str(tmp_path / "results"), "--quiet"]) == 0
-    assert "warning: 4 repeats at temperature 0 would be copies of one answer; collapsed to 1" in capsys.readouterr().err
+    assert (
+        "warning: 4 repeats at temperature 0 would be copies of one answer; collapsed to 1" in capsys.readouterr().err
+    )
 
 
 def test_init_writes_an_agent_gate_on_coding_sessions_or_a_chat_gate_that_points_to_it(tmp_path, capsys):

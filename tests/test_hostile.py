@@ -7,12 +7,12 @@ import subprocess
 import sys
 
 import pytest
-
 from fakes import FakeClient
+from test_run import oracle
+
 from harness.cli import main
 from harness.execution.evals import load_eval
 from harness.execution.executors import run_eval
-from test_run import oracle
 
 
 @pytest.fixture
@@ -20,13 +20,16 @@ def no_model(monkeypatch):
     monkeypatch.setattr("harness.execution.executors.open_model", lambda *a, **k: pytest.fail("a model was opened"))
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["run", "EVAL", "--jobs", "-2"], "--jobs: must be 1 or more, not -2"),
-    (["run", "EVAL", "--repeats", "0"], "--repeats: must be 1 or more, not 0"),
-    (["run", "EVAL", "--jobs", "many"], "--jobs: 'many' is not a whole number"),
-    (["chat", "--budget", "-1"], "--budget: must be 1 or more, not -1"),
-    (["compare", "RUN", "--flips", "-1"], "--flips: must be 0 or more"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["run", "EVAL", "--jobs", "-2"], "--jobs: must be 1 or more, not -2"),
+        (["run", "EVAL", "--repeats", "0"], "--repeats: must be 1 or more, not 0"),
+        (["run", "EVAL", "--jobs", "many"], "--jobs: 'many' is not a whole number"),
+        (["chat", "--budget", "-1"], "--budget: must be 1 or more, not -1"),
+        (["compare", "RUN", "--flips", "-1"], "--flips: must be 0 or more"),
+    ],
+)
 def test_bad_numbers_name_their_flag(argv, flag, eval_file, capsys, no_model):
     with pytest.raises(SystemExit) as exit:
         main([str(eval_file) if a == "EVAL" else a for a in argv])
@@ -35,6 +38,7 @@ def test_bad_numbers_name_their_flag(argv, flag, eval_file, capsys, no_model):
 
 def test_gate_thresholds_from_flags_are_validated(tmp_path, capsys, no_model):
     from test_gate import facts, make_run
+
     run = make_run(tmp_path / "run", {k: True for k in facts(2, 2)})
     assert main(["gate", "--run", str(run), "--baseline", str(run), "--alpha", "5"]) == 1
     assert capsys.readouterr().err.strip() == "error: --alpha: Input should be less than 1"
@@ -53,7 +57,8 @@ def test_results_must_be_a_writable_folder(where, eval_file, tmp_path, capsys, n
 def test_a_strategy_module_that_prints_on_import_keeps_stdout_clean(eval_file, tmp_path, capsys):
     (tmp_path / "noisy_strategy.py").write_text(
         'print("hello from an import")\n\ndef compact(messages, client, output_stream, context_limit):\n'
-        '    return messages\n')
+        "    return messages\n"
+    )
     eval_file.write_text(eval_file.read_text().replace("strategies: [", 'strategies: ["noisy_strategy:compact", '))
     ev = load_eval(eval_file)  # found beside the eval file
     captured = capsys.readouterr()
@@ -62,8 +67,9 @@ def test_a_strategy_module_that_prints_on_import_keeps_stdout_clean(eval_file, t
 
 
 def test_a_closed_pipe_is_not_a_traceback():
-    child = subprocess.Popen([sys.executable, "-m", "harness.cli", "schema"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "schema"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     child.stdout.close()  # the reader is gone before the first write, as with `| head` on a long output
     child.wait(timeout=60)
     assert b"Traceback" not in child.stderr.read()
@@ -73,16 +79,24 @@ def _finished_run(eval_file, tmp_path):
     return run_eval(load_eval(eval_file), FakeClient(oracle), tmp_path / "results", progress=False)
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda d: (d / "manifest.json").write_text('{"eval": {"name": "x"}, "model": '), "manifest.json:1: not JSON"),
-    (lambda d: (d / "manifest.json").write_text('{"eval": {}, "model": "m"}'), "manifest.json: eval: the eval as run has no name"),
-    (lambda d: (d / "manifest.json").write_text('[1, 2]'), "manifest.json: "),
-    (lambda d: (d / "manifest.json").unlink(), "not a run folder (no manifest.json)"),
-    (lambda d: _insert(d / "records.jsonl", 2, '{"case": "x", "fact": '), "records.jsonl:3: not a JSON record"),
-    (lambda d: _insert(d / "retention.jsonl", 0, '[1, 2]'), "retention.jsonl:1: not a record (a JSON object)"),
-    (lambda d: _insert(d / "records.jsonl", 1, '{"case": "x", "verdict": "maybe"}'),
-     "records.jsonl:2: verdict: verdict 'maybe' is none of"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda d: (d / "manifest.json").write_text('{"eval": {"name": "x"}, "model": '), "manifest.json:1: not JSON"),
+        (
+            lambda d: (d / "manifest.json").write_text('{"eval": {}, "model": "m"}'),
+            "manifest.json: eval: the eval as run has no name",
+        ),
+        (lambda d: (d / "manifest.json").write_text("[1, 2]"), "manifest.json: "),
+        (lambda d: (d / "manifest.json").unlink(), "not a run folder (no manifest.json)"),
+        (lambda d: _insert(d / "records.jsonl", 2, '{"case": "x", "fact": '), "records.jsonl:3: not a JSON record"),
+        (lambda d: _insert(d / "retention.jsonl", 0, "[1, 2]"), "retention.jsonl:1: not a record (a JSON object)"),
+        (
+            lambda d: _insert(d / "records.jsonl", 1, '{"case": "x", "verdict": "maybe"}'),
+            "records.jsonl:2: verdict: verdict 'maybe' is none of",
+        ),
+    ],
+)
 def test_a_corrupt_run_folder_is_reported_by_file_and_line(damage, message, eval_file, tmp_path, capsys):
     run_dir = _finished_run(eval_file, tmp_path)
     damage(run_dir)
@@ -135,17 +149,32 @@ def test_a_run_with_no_finished_case_is_not_reported(eval_file, tmp_path, capsys
 def test_import_into_a_file_names_the_flag(tmp_path, capsys):
     (tmp_path / "out.yaml").write_text("taken")
     conv = tmp_path / "conv.json"
-    conv.write_text(json.dumps({"speaker_a": "A", "speaker_b": "B", "session_1": [
-        {"speaker": "A", "dia_id": "D1:1", "text": "I moved to Tartu."}], "qa": []}))
+    conv.write_text(
+        json.dumps(
+            {
+                "speaker_a": "A",
+                "speaker_b": "B",
+                "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "I moved to Tartu."}],
+                "qa": [],
+            }
+        )
+    )
     assert main(["import", "locomo", str(conv), "--out", str(tmp_path / "out.yaml")]) == 1
     assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'out.yaml'}: --out: not a folder"
 
 
 def test_a_locomo_file_whose_every_item_is_left_out_writes_nothing(tmp_path, capsys):
     conv = tmp_path / "conv.json"
-    conv.write_text(json.dumps({"speaker_a": "A", "speaker_b": "B", "session_1": [
-        {"speaker": "A", "dia_id": "D1:1", "text": "I moved to Tartu."}],
-        "qa": [{"question": "Where?", "answer": "Tartu", "evidence": ["D9:9"], "category": 1}]}))
+    conv.write_text(
+        json.dumps(
+            {
+                "speaker_a": "A",
+                "speaker_b": "B",
+                "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "I moved to Tartu."}],
+                "qa": [{"question": "Where?", "answer": "Tartu", "evidence": ["D9:9"], "category": 1}],
+            }
+        )
+    )
     assert main(["import", "locomo", str(conv), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert "every QA item was left out (1; the first: qa[0]" in err and err.count("\n") == 1

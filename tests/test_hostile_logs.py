@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from fakes import FakeClient
+
 from harness.cli import main
 from harness.records import read_jsonl
 
@@ -49,8 +49,14 @@ def test_a_placeholder_never_becomes_the_task():
 
 def test_a_session_too_large_for_a_scenario_is_refused_naming_the_cap_that_fits(tmp_path, capsys):
     log = tmp_path / "huge.traj"
-    steps = [{"action": f"cat part_{n}.log", "observation": ("x" * 6_000_000 if n == 1 else f"line {n}"),
-              "thought": "read it"} for n in range(4)]
+    steps = [
+        {
+            "action": f"cat part_{n}.log",
+            "observation": ("x" * 6_000_000 if n == 1 else f"line {n}"),
+            "thought": "read it",
+        }
+        for n in range(4)
+    ]
     log.write_text(json.dumps({"trajectory": steps, "history": [{"role": "user", "content": "Find the bug."}]}))
     assert main(["import", "swe-agent", str(log), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
@@ -64,8 +70,10 @@ def test_a_log_of_too_many_steps_is_refused_for_what_it_is(tmp_path, capsys):
     """So many steps that no cap on tool outputs could make them fit: the refusal says to split the
     log, and comes without writing a scenario (the benchmark times it: benchmarks/import_scale.py)."""
     log = tmp_path / "long.traj"
-    steps = [{"action": f"open src/module_{n}.py", "observation": "ok", "thought": f"Step {n} of a long run."}
-             for n in range(120_000)]
+    steps = [
+        {"action": f"open src/module_{n}.py", "observation": "ok", "thought": f"Step {n} of a long run."}
+        for n in range(120_000)
+    ]
     log.write_text(json.dumps({"trajectory": steps, "history": [{"role": "user", "content": "Find the bug."}]}))
     assert main(["import", "swe-agent", str(log), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
@@ -78,20 +86,34 @@ def test_credentials_survive_nowhere_the_import_or_a_run_over_it_writes(tmp_path
     .pypirc, Docker auths, YAML, JSON and INI settings, connection strings): gone from the scenario,
     the import's own output, and a run and report over it."""
     import harness.execution.executors
+
     sys.path.insert(0, str(CORPUS))
     from make import CREDENTIALS
 
     assert main(["import", "claude-code", str(CORPUS / "cc-credentials.jsonl"), "--out", str(tmp_path / "s")]) == 0
     printed = "".join(capsys.readouterr())
-    for kind in ("aws-key", "netrc-password", "pgpass-password", "npm-token", "pypi-token", "secret-json",
-                 "secret-setting", "url-credentials"):
+    for kind in (
+        "aws-key",
+        "netrc-password",
+        "pgpass-password",
+        "npm-token",
+        "pypi-token",
+        "secret-json",
+        "secret-setting",
+        "url-credentials",
+    ):
         assert kind in printed
-    (tmp_path / "e.yaml").write_text("name: creds\nscenarios: [s/*.yaml]\nbudgets: ['50%']\ncut: steps\n"
-                                     "strategies: [summary, none]\nprompts: [p.txt]\n")
+    (tmp_path / "e.yaml").write_text(
+        "name: creds\nscenarios: [s/*.yaml]\nbudgets: ['50%']\ncut: steps\n"
+        "strategies: [summary, none]\nprompts: [p.txt]\n"
+    )
     (tmp_path / "p.txt").write_text("Summarise.")
     # The summariser copies its whole transcript: whatever reached the history reaches every record.
-    monkeypatch.setattr(harness.execution.executors, "open_model",
-                        lambda *a, **k: FakeClient(lambda request: json.dumps(request["messages"])))
+    monkeypatch.setattr(
+        harness.execution.executors,
+        "open_model",
+        lambda *a, **k: FakeClient(lambda request: json.dumps(request["messages"])),
+    )
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "r"), "--quiet", "--report"]) == 0
     printed += "".join(capsys.readouterr())
     run_dir = next((tmp_path / "r" / "runs").iterdir())

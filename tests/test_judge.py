@@ -3,8 +3,8 @@
 import re
 
 import pytest
-
 from fakes import FakeClient
+
 from harness.cli import main
 from harness.execution.judge import calibrate
 from harness.scoring.corpus import judge_items
@@ -28,6 +28,7 @@ def test_a_judge_is_measured_at_exactly_its_error_rates():
 
     def contains(item):
         return any(v.lower() in item.answer.lower() for v in item.target.expected.values)
+
     calibration = calibrate(FakeClient(literal_judge, identity="literal"))
     assert calibration.accepts_wrong.n == len(wrong) and calibration.rejects_right.n == len(right)
     assert calibration.accepts_wrong.hits == sum(map(contains, wrong)) > 0
@@ -53,19 +54,27 @@ def test_judge_check_prints_both_rates(monkeypatch, capsys, tmp_path):
 @pytest.mark.parametrize("reply, accepted", [("YES", True), ("no.", False)])
 def test_the_judge_reads_its_reply(reply, accepted):
     from harness.execution.judge import judge_says_recalled
+
     right, _ = judge_items()
     assert judge_says_recalled(FakeClient(lambda r: reply), right[0].question, right[0].target, "x") is accepted
 
 
 def test_a_judged_run_reports_its_judges_calibration_beside_its_verdicts(eval_file, tmp_path):
+    from test_run import oracle
+
     from harness.execution.evals import load_eval
     from harness.execution.executors import run_eval
     from harness.reports.formats import text_report
-    from test_run import oracle
 
     judge = FakeClient(lambda request: "YES", identity="yes-man")
-    run_dir = run_eval(load_eval(eval_file), FakeClient(oracle), tmp_path, progress=False, judge=judge,
-                       judge_calibration=calibrate(judge).record())
+    run_dir = run_eval(
+        load_eval(eval_file),
+        FakeClient(oracle),
+        tmp_path,
+        progress=False,
+        judge=judge,
+        judge_calibration=calibrate(judge).record(),
+    )
     headline = text_report(run_dir).split("\n\n")[0]
     assert "Judge yes-man: " in headline and "answers the matcher scored `forgot` judged recalled" in headline
     assert "accepts wrong ones 100% (" in headline and "rejects right ones 0% (" in headline

@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-
 from fakes import FakeClient
+
 from harness.cli import main
-from harness.compaction.seed import CompactionSettings, SUMMARY_PREFIX, TranscriptTooLarge, compact
+from harness.compaction.seed import SUMMARY_PREFIX, CompactionSettings, TranscriptTooLarge, compact
 from harness.errors import InputError
 from harness.inputs.importers.locomo import import_locomo
 from harness.inputs.probes import probes
@@ -48,20 +48,25 @@ def test_turns_merge_consecutive_lines_and_open_each_session_with_its_date(raw, 
     expected_turns = 0
     for s in sessions:
         speakers = [line["speaker"] for line in raw[s]]
-        expected_turns += sum(1 for i, who in enumerate(speakers)
-                              if i == 0 or (who == raw["speaker_a"] and speakers[i - 1] == raw["speaker_b"]))
+        expected_turns += sum(
+            1
+            for i, who in enumerate(speakers)
+            if i == 0 or (who == raw["speaker_a"] and speakers[i - 1] == raw["speaker_b"])
+        )
     assert len(scenario.turns) == expected_turns == 215
     dated = [t for t in scenario.turns if t.user.startswith("[")]
     assert len(dated) == len(sessions) and dated[0].user.startswith(f"[{raw['session_1_date_time']}]")
-    assert sum(t.user.count(f"{raw['speaker_a']}: ") for t in scenario.turns) == \
-        sum(line["speaker"] == raw["speaker_a"] for line in lines)
+    assert sum(t.user.count(f"{raw['speaker_a']}: ") for t in scenario.turns) == sum(
+        line["speaker"] == raw["speaker_a"] for line in lines
+    )
 
 
 def test_fact_counts_by_category(raw, imported):
     scenario, notes = imported
     with_evidence = [q for q in raw["qa"] if q.get("evidence")]
-    expected = collections.Counter("temporal" if q["category"] == 2 else f"locomo-{q['category']}"
-                                   for q in with_evidence)
+    expected = collections.Counter(
+        "temporal" if q["category"] == 2 else f"locomo-{q['category']}" for q in with_evidence
+    )
     kinds = collections.Counter(p.kind for p in probes(scenario))
     left_out_for_leaks = sum("contains its answer" in n for n in notes)
     assert sum(expected.values()) - sum(kinds.values()) == left_out_for_leaks
@@ -100,19 +105,25 @@ def test_literal_and_paraphrased_facts_are_marked(imported):
 
 def test_the_list_of_samples_shape_gives_the_same_scenario(raw, tmp_path):
     conversation = {k: v for k, v in raw.items() if k != "qa"}
-    (tmp_path / "all.json").write_text(json.dumps([{"sample_id": "conv-26", "conversation": conversation,
-                                                    "qa": raw["qa"]}]))
+    (tmp_path / "all.json").write_text(
+        json.dumps([{"sample_id": "conv-26", "conversation": conversation, "qa": raw["qa"]}])
+    )
     ((from_list, _, _),), _ = import_locomo(tmp_path / "all.json", tmp_path / "a")
     ((from_object, _, _),), _ = import_locomo(CONV, tmp_path / "b")
     assert from_list.read_text() == from_object.read_text()
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda raw: {"nothing": 1}, "not a LoCoMo file"),
-    (lambda raw: {**raw, "qa": [{**raw["qa"][0], "evidence": ["D99:1"]}]}, "qa[0] ('When did Caroline go to the LGBTQ"
-                                                                         " support group?'): evidence id 'D99:1' does not exist"),
-    (lambda raw: {**raw, "session_3": []}, "session_3 is empty"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda raw: {"nothing": 1}, "not a LoCoMo file"),
+        (
+            lambda raw: {**raw, "qa": [{**raw["qa"][0], "evidence": ["D99:1"]}]},
+            "qa[0] ('When did Caroline go to the LGBTQ support group?'): evidence id 'D99:1' does not exist",
+        ),
+        (lambda raw: {**raw, "session_3": []}, "session_3 is empty"),
+    ],
+)
 def test_bad_input_is_named_and_nothing_is_written(raw, tmp_path, change, message):
     (tmp_path / "bad.json").write_text(json.dumps(change(raw)))
     with pytest.raises(InputError, match=re.escape(message)):

@@ -19,8 +19,9 @@ def test_the_corpus_is_large_enough():
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_rejected_with_file_line_and_field(path, capsys, monkeypatch):
     monkeypatch.setattr("harness.execution.executors.open_model", lambda *a, **k: pytest.fail("a model was opened"))
-    line, field, message = re.fullmatch(r"# expect: line=(\d+) field=(\S*) message=(.+)",
-                                        path.read_text().splitlines()[0]).groups()
+    line, field, message = re.fullmatch(
+        r"# expect: line=(\d+) field=(\S*) message=(.+)", path.read_text().splitlines()[0]
+    ).groups()
     command = "run" if path.name.startswith("e") else "validate"
     assert main([command, str(path)]) == 1
     err = capsys.readouterr().err

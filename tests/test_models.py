@@ -45,8 +45,11 @@ def test_missing_embedded_weights(monkeypatch, tmp_path):
     falls back to the other."""
     monkeypatch.setenv("HARNESS_MODEL_DIR", str(tmp_path))
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(SetupError, match=r"Qwen2.5-Coder-1.5B-Instruct is not installed: run "
-                                         r"`harness models install qwen2.5-coder-1.5b`"):
+    with pytest.raises(
+        SetupError,
+        match=r"Qwen2.5-Coder-1.5B-Instruct is not installed: run "
+        r"`harness models install qwen2.5-coder-1.5b`",
+    ):
         open_model("local")
     with pytest.raises(SetupError, match="`harness models install smollm2-135m`"):
         open_model("smollm2-135m")

@@ -22,7 +22,8 @@ def test_a_run_on_the_default_model_records_it_and_its_summaries_follow_the_prom
     (tmp_path / "e.yaml").write_text(
         f"name: qwen\nscenarios: ['gen/*.yaml']\nbudgets: ['85%']\nprompts: ['{PROMPTS / 'seed.txt'}']\n"
         f"control_prompt: '{PROMPTS / 'keeps-nothing.txt'}'\nstrategies: [summary]\nprobes: false\n"
-        "summary_max_tokens: 160\n")
+        "summary_max_tokens: 160\n"
+    )
     assert main(["run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "r"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"eval qwen on {QWEN.identity}:")

@@ -22,11 +22,23 @@ def crafted_run(folder: Path, recall: dict[str, float], scenarios=10, facts=6, s
         strategy, budget = ("none", None) if prompt == "none" else ("summary", "50%")
         for s in range(scenarios):
             for f in range(facts):
-                rows.append({"case": f"s{s}/{strategy}/{budget}/{prompt}/0", "scenario": f"s{s}", "fact": f"f{f}",
-                             "kind": "number", "strategy": strategy, "budget": budget,
-                             "prompt": None if prompt == "none" else prompt, "repeat": 0, "expected": "42",
-                             "verdict": "recalled" if rng.random() < share else "forgot", "location": "gone",
-                             "compactions": 1, "model": MODEL})
+                rows.append(
+                    {
+                        "case": f"s{s}/{strategy}/{budget}/{prompt}/0",
+                        "scenario": f"s{s}",
+                        "fact": f"f{f}",
+                        "kind": "number",
+                        "strategy": strategy,
+                        "budget": budget,
+                        "prompt": None if prompt == "none" else prompt,
+                        "repeat": 0,
+                        "expected": "42",
+                        "verdict": "recalled" if rng.random() < share else "forgot",
+                        "location": "gone",
+                        "compactions": 1,
+                        "model": MODEL,
+                    }
+                )
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (folder / "manifest.json").write_text(json.dumps({"eval": {"name": "crafted", "gate": {}}, "model": MODEL}))
     return folder
@@ -70,14 +82,18 @@ def test_runs_are_listed_and_an_unknown_run_names_the_known_ones(tmp_path, capsy
 def test_compare_refuses_a_prompt_the_run_does_not_have(tmp_path, capsys):
     run = crafted_run(tmp_path / "a", {"facts-first": 0.5, "seed": 0.5})
     assert main(["compare", str(run), "--a", "seed", "--b", "fact-first"]) == 1
-    assert "no prompt 'fact-first' with strategy summary in this run (it has: facts-first, seed)" in \
-        capsys.readouterr().err
+    assert (
+        "no prompt 'fact-first' with strategy summary in this run (it has: facts-first, seed)"
+        in capsys.readouterr().err
+    )
 
 
 def test_validate_reports_every_error_of_every_file(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("id: s\ndescription: d\nturns:\n  - user: hi\n    facts:\n      - id: a\n        kind: number\n"
-                   "        answer: '1'\n        tolerance: -1\n  - user: ''\n")
+    bad.write_text(
+        "id: s\ndescription: d\nturns:\n  - user: hi\n    facts:\n      - id: a\n        kind: number\n"
+        "        answer: '1'\n        tolerance: -1\n  - user: ''\n"
+    )
     good = Path(__file__).parent / "data" / "tiny.yaml"
     assert main(["validate", str(bad), str(good), str(tmp_path / "missing.yaml")]) == 1
     captured = capsys.readouterr()
@@ -98,17 +114,40 @@ def collateral_run(folder: Path, verbatim_recall: dict[str, float], scenarios=8,
         for s in range(scenarios):
             case = f"s{s}/{strategy}/{budget}/{prompt}/0"
             if strategy == "summary":
-                compactions.append({"case": case, "scenario": f"s{s}", "strategy": "summary", "prompt": prompt,
-                                    "budget": budget, "folded_messages": 4, "summary": "s", "size_before": 100,
-                                    "size_after": 40, "output_tokens": 20})
+                compactions.append(
+                    {
+                        "case": case,
+                        "scenario": f"s{s}",
+                        "strategy": "summary",
+                        "prompt": prompt,
+                        "budget": budget,
+                        "folded_messages": 4,
+                        "summary": "s",
+                        "size_before": 100,
+                        "size_after": 40,
+                        "output_tokens": 20,
+                    }
+                )
             for f in range(facts * 2):
                 verbatim = f < facts or strategy == "none"
                 recalled = rng.random() < share if verbatim else False
-                rows.append({"case": case, "scenario": f"s{s}", "fact": f"f{f}", "kind": "number", "strategy": strategy,
-                             "budget": budget, "prompt": None if prompt == "none" else prompt, "repeat": 0,
-                             "expected": "42", "verdict": "recalled" if recalled else "forgot",
-                             "location": "verbatim" if verbatim else "gone", "compactions": 0 if verbatim else 1,
-                             "model": MODEL})
+                rows.append(
+                    {
+                        "case": case,
+                        "scenario": f"s{s}",
+                        "fact": f"f{f}",
+                        "kind": "number",
+                        "strategy": strategy,
+                        "budget": budget,
+                        "prompt": None if prompt == "none" else prompt,
+                        "repeat": 0,
+                        "expected": "42",
+                        "verdict": "recalled" if recalled else "forgot",
+                        "location": "verbatim" if verbatim else "gone",
+                        "compactions": 0 if verbatim else 1,
+                        "model": MODEL,
+                    }
+                )
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (folder / "compactions.jsonl").write_text("".join(json.dumps(c) + "\n" for c in compactions))
     (folder / "manifest.json").write_text(json.dumps({"eval": {"name": "crafted", "gate": {}}, "model": MODEL}))

@@ -7,20 +7,20 @@ from pathlib import Path
 import anthropic
 import httpx2
 import pytest
-
 from fakes import FakeAnthropic, FakeClient
-from harness.execution.agent import AGENT_SYSTEM
-from harness.models.cache import ResponseCache
+
 from harness.cli import main
-from harness.execution.evals import load_eval
 from harness.errors import InputError
+from harness.execution.agent import AGENT_SYSTEM
+from harness.execution.cases import plan_cases
+from harness.execution.evals import load_eval
+from harness.execution.executors import run_eval
+from harness.execution.runner import CaseRunner
 from harness.models.backends import Backend
+from harness.models.cache import ResponseCache
 from harness.records import RunFolder, load_records, read_jsonl
 from harness.reports.formats import text_report
 from harness.reports.tables import mean_f1_by_budget, recall_by_budget, where_lost
-from harness.execution.cases import plan_cases
-from harness.execution.executors import run_eval
-from harness.execution.runner import CaseRunner
 
 # tests/data/locker: a scenario with a fact in a user line, one in a tool result and a
 # supersession, and an eval running it at 150 characters and at 100% with every strategy.
@@ -45,9 +45,14 @@ def run(eval_file, client, tmp_path, **kwargs):
 
 def test_cases_cover_only_the_dimensions_each_strategy_uses(eval_file):
     ids = [c.id for c in plan_cases(load_eval(eval_file))]
-    assert ids == ["locker/summary/150/user-lines/0", "locker/summary/100%/user-lines/0",
-                   "locker/truncate/150/-/0", "locker/truncate/100%/-/0",
-                   "locker/none/-/-/0", "locker/no-history/-/-/0"]
+    assert ids == [
+        "locker/summary/150/user-lines/0",
+        "locker/summary/100%/user-lines/0",
+        "locker/truncate/150/-/0",
+        "locker/truncate/100%/-/0",
+        "locker/none/-/-/0",
+        "locker/no-history/-/-/0",
+    ]
 
 
 def test_records_are_exactly_what_the_history_held(eval_file, tmp_path):
@@ -76,8 +81,12 @@ def test_records_are_exactly_what_the_history_held(eval_file, tmp_path):
     assert record["expected"] == "4480" and record["superseded"] and record["planted_turn"] == 0
     assert record["prompt_hash"] and record["model"] == "fake" and record["limit"] == 150
     compactions = read_jsonl(run_dir / "compactions.jsonl")
-    assert {c["case"] for c in compactions} == {"locker/summary/150/user-lines/0", "locker/summary/100%/user-lines/0",
-                                                "locker/truncate/150/-/0", "locker/truncate/100%/-/0"}
+    assert {c["case"] for c in compactions} == {
+        "locker/summary/150/user-lines/0",
+        "locker/summary/100%/user-lines/0",
+        "locker/truncate/150/-/0",
+        "locker/truncate/100%/-/0",
+    }
     first = compactions[0]
     assert first["summary"] == "user: My locker code is 4471. Please remember it."
     assert (first["before_turn"], first["first_verbatim_turn"], first["folded_messages"]) == (2, 1, 2)
@@ -90,6 +99,7 @@ def test_a_model_answering_the_old_value_is_scored_stale(eval_file, tmp_path):
         if request["system"] == AGENT_SYSTEM and request["messages"][-1]["content"] == "What is my locker code?":
             return "It is 4471."
         return oracle(request)
+
     records = read_jsonl(run(eval_file, FakeClient(stale), tmp_path) / "records.jsonl")
     assert {r["verdict"] for r in records if r["fact"] == "locker" and r["strategy"] != "no-history"} == {"stale"}
 
@@ -105,6 +115,7 @@ def test_model_errors_are_recorded_as_errors_never_as_forgetting(eval_file, tmp_
         if "booking reference" in str(request["messages"][-1]["content"]):
             raise _api_error()  # this probe fails alone
         return oracle(request)
+
     run_dir = run(eval_file, FakeClient(flaky), tmp_path)
     records = read_jsonl(run_dir / "records.jsonl")
     verdicts = {(r["strategy"], r["budget"], r["fact"]): r["verdict"] for r in records}
@@ -124,12 +135,14 @@ def test_resume_after_a_crash_gives_exactly_the_uninterrupted_records(eval_file,
     reference = read_jsonl(run(eval_file, FakeClient(oracle), tmp_path / "a") / "records.jsonl")
 
     calls = 0
+
     def crashing(request):
         nonlocal calls
         calls += 1
         if calls == 9:  # in the middle of the second case
             raise Crash()
         return oracle(request)
+
     with pytest.raises(Crash):
         run(eval_file, FakeClient(crashing), tmp_path / "b")
     run_dir = next((tmp_path / "b" / "results" / "runs").iterdir())
@@ -188,12 +201,21 @@ def test_probes_mark_their_shared_prefix_for_prompt_caching(eval_file, tmp_path)
     client = FakeClient(oracle)
     client.prompt_caching = True
     run(eval_file, client, tmp_path)
-    probes = [r for r in client.requests if r["messages"][-1]["content"] in
-              ("What is my locker code?", "What is my booking reference?") and len(r["messages"]) > 1]
+    probes = [
+        r
+        for r in client.requests
+        if r["messages"][-1]["content"] in ("What is my locker code?", "What is my booking reference?")
+        and len(r["messages"]) > 1
+    ]
     assert probes
     for request in probes:
-        marked = [b for m in request["messages"] if isinstance(m["content"], list) for b in m["content"]
-                  if "cache_control" in b]
+        marked = [
+            b
+            for m in request["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if "cache_control" in b
+        ]
         assert marked == [request["messages"][-2]["content"][-1]]  # one breakpoint, just before the probe
         assert marked[0]["cache_control"] == {"type": "ephemeral"}
     # The history itself is untouched: turns and compactions never see the marker.
@@ -213,9 +235,17 @@ def test_each_request_kind_has_its_own_token_limit(eval_file, tmp_path):
     client = FakeClient(oracle)
     run(eval_file, client, tmp_path)
     questions = ("What is my locker code?", "What is my booking reference?")
-    limits = {("summary" if r["system"] != AGENT_SYSTEM else
-               "probe" if r["messages"][-1]["content"] in questions else "live turn", r["max_tokens"])
-              for r in client.requests}
+    limits = {
+        (
+            "summary"
+            if r["system"] != AGENT_SYSTEM
+            else "probe"
+            if r["messages"][-1]["content"] in questions
+            else "live turn",
+            r["max_tokens"],
+        )
+        for r in client.requests
+    }
     assert limits == {("summary", 30), ("live turn", 20), ("probe", 10)}
 
 
@@ -242,19 +272,28 @@ def test_free_form_answers_carry_their_token_f1_and_the_report_averages_it(tmp_p
         "    facts:\n"
         "      - {id: city, kind: place, answer: 'Lisbon, my sister', match: f1, literal: false,\n"
         "         probe: 'Where did I move and with whom?'}\n"
-        "      - {id: pet, kind: name, expect: abstain, probe: 'What is my dog called?'}\n")
-    (tmp_path / "e.yaml").write_text("name: f1\nscenarios: [s.yaml]\nbudgets: ['100%']\n"
-                                     "strategies: [none, no-history]\n")
+        "      - {id: pet, kind: name, expect: abstain, probe: 'What is my dog called?'}\n"
+    )
+    (tmp_path / "e.yaml").write_text(
+        "name: f1\nscenarios: [s.yaml]\nbudgets: ['100%']\nstrategies: [none, no-history]\n"
+    )
 
     def reply(request):  # answers "Lisbon" when the history holds it: F1 0.5 against three words
         return "Lisbon." if "Lisbon" in json.dumps(request["messages"][:-1]) else "I don't know."
+
     run_dir = run(tmp_path / "e.yaml", FakeClient(reply), tmp_path)
     f1 = {(r["strategy"], r["fact"]): r["f1"] for r in read_jsonl(run_dir / "records.jsonl")}
-    assert f1 == {("none", "city"): 0.5, ("none", "pet"): None,
-                  ("no-history", "city"): 0.0, ("no-history", "pet"): None}
+    assert f1 == {
+        ("none", "city"): 0.5,
+        ("none", "pet"): None,
+        ("no-history", "city"): 0.0,
+        ("no-history", "pet"): None,
+    }
     table = mean_f1_by_budget(load_records(run_dir))
-    assert table.to_dict()["budget any"] == {"ceiling (full history)": "0.50 (n=1)",
-                                             "control: no history": "0.00 (n=1)"}
+    assert table.to_dict()["budget any"] == {
+        "ceiling (full history)": "0.50 (n=1)",
+        "control: no history": "0.00 (n=1)",
+    }
     assert "Mean token F1 of free-form answers (LoCoMo's metric)" in text_report(run_dir)
 
 
@@ -280,14 +319,18 @@ def test_an_executor_can_send_the_probes_of_every_case_at_once(eval_file):
 
 def test_model_calls_add_up_across_resumes(eval_file, tmp_path):
     """A run stopped after some cases and resumed by another process reports every call made."""
+
     def crashing_after(n):
         client = FakeClient(oracle)
+
         def reply(request):
             if len(client.requests) > n:
                 raise Crash()
             return oracle(request)
+
         client.reply = reply
         return client
+
     first = crashing_after(12)
     with pytest.raises(Crash):
         run(eval_file, first, tmp_path)
@@ -316,11 +359,15 @@ def test_subsets_run_part_of_an_eval_and_name_what_exists(eval_file, tmp_path, c
     assert {r["case"] for r in read_jsonl(run_dir / "records.jsonl")} == {c.id for c in plan_cases(ev)}
     assert json.loads((run_dir / "manifest.json").read_text())["eval"]["limit"] == 2  # what ran is on record
     (eval_file.parent / "terse.txt").write_text("Summarise tersely.")
-    eval_file.write_text(eval_file.read_text().replace("prompts: [user-lines.txt]", "prompts: [user-lines.txt, terse.txt]"))
+    eval_file.write_text(
+        eval_file.read_text().replace("prompts: [user-lines.txt]", "prompts: [user-lines.txt, terse.txt]")
+    )
     assert {p.id for p in load_eval(eval_file, prompt_ids=["terse"]).prompts} == {"terse"}
     assert [s.id for s in load_eval(eval_file, scenario_ids=["locker"]).scenarios] == ["locker"]
     monkeypatch.setattr("harness.execution.executors.open_model", lambda *a, **k: pytest.fail("a model was opened"))
-    for flag, value, message in (("--scenario", "lockr", "no scenario 'lockr' in this eval (it has: locker)"),
-                                 ("--prompt-id", "tarse", "no prompt 'tarse' in this eval (it has: user-lines, terse)")):
+    for flag, value, message in (
+        ("--scenario", "lockr", "no scenario 'lockr' in this eval (it has: locker)"),
+        ("--prompt-id", "tarse", "no prompt 'tarse' in this eval (it has: user-lines, terse)"),
+    ):
         assert main(["run", str(eval_file), flag, value, "--results", str(tmp_path)]) == 1
         assert capsys.readouterr().err.strip() == f"error: {flag}: {message}"

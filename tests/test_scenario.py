@@ -72,30 +72,55 @@ def test_valid_scenario_loads_with_final_values(tmp_path):
     assert booking.target.stale == () and booking.changed_turn == 1
 
 
-@pytest.mark.parametrize("old, new, line, field, message", [
-    ("    assistant: Noted, locker 4471.\n", "    asistant: Noted, locker 4471.\n",
-     9, "turns[0].asistant", "unknown key"),
-    ("        kind: number\n", "        kind: [number]\n", 12, "turns[0].facts[0].kind", "valid string"),
-    ("        probe: What is my locker code?\n", "", 11, "turns[0].facts[0].probe", "missing"),
-    ("      - id: booking\n", "      - id: locker\n", 24, "turns[1].facts[0].id", "duplicate fact id"),
-    ("        probe: What is my locker code?\n", "        probe: Is my locker code 4471?\n",
-     14, "turns[0].facts[0].probe", "contains its own answer"),
-    ("        answer: \"4471\"\n", "        answer: \"4472\"\n", 13, "turns[0].facts[0].answer",
-     "does not occur"),
-    ("      - fact: locker\n", "      - fact: lockr\n", 30, "turns[2].supersedes[0].fact",
-     "no fact 'lockr'"),
-    ("        answer: \"4480\"\n", "        answer: \"4490\"\n", 31, "turns[2].supersedes[0].answer",
-     "does not occur in the user line"),
-    ("        - tool: lookup\n", "        - tool: lokup\n", 19, "turns[1].assistant.tool_calls[0].tool",
-     "unknown tool"),
-    ("      final: Your booking QX-19 is confirmed.\n", "", 16, "turns[1].assistant",
-     "needs `final`"),
-    ("  - name: lookup\n", "  - name: lookup\n    name: again\n", 5, "tools[0]", "duplicate key"),
-    # Both an empty `turns` and an unknown key: the unknown key (likely the typo) is named first.
-    ("turns:\n  - user: My locker", "turns: []\nx:\n  - user: My locker", 8, "x", "unknown key"),
-    ("    assistant: Noted, locker 4471.\n", "    assistant: Noted, locker 4471.\n  user: [\n",
-     10, "", "invalid YAML"),
-])
+@pytest.mark.parametrize(
+    "old, new, line, field, message",
+    [
+        (
+            "    assistant: Noted, locker 4471.\n",
+            "    asistant: Noted, locker 4471.\n",
+            9,
+            "turns[0].asistant",
+            "unknown key",
+        ),
+        ("        kind: number\n", "        kind: [number]\n", 12, "turns[0].facts[0].kind", "valid string"),
+        ("        probe: What is my locker code?\n", "", 11, "turns[0].facts[0].probe", "missing"),
+        ("      - id: booking\n", "      - id: locker\n", 24, "turns[1].facts[0].id", "duplicate fact id"),
+        (
+            "        probe: What is my locker code?\n",
+            "        probe: Is my locker code 4471?\n",
+            14,
+            "turns[0].facts[0].probe",
+            "contains its own answer",
+        ),
+        ('        answer: "4471"\n', '        answer: "4472"\n', 13, "turns[0].facts[0].answer", "does not occur"),
+        ("      - fact: locker\n", "      - fact: lockr\n", 30, "turns[2].supersedes[0].fact", "no fact 'lockr'"),
+        (
+            '        answer: "4480"\n',
+            '        answer: "4490"\n',
+            31,
+            "turns[2].supersedes[0].answer",
+            "does not occur in the user line",
+        ),
+        (
+            "        - tool: lookup\n",
+            "        - tool: lokup\n",
+            19,
+            "turns[1].assistant.tool_calls[0].tool",
+            "unknown tool",
+        ),
+        ("      final: Your booking QX-19 is confirmed.\n", "", 16, "turns[1].assistant", "needs `final`"),
+        ("  - name: lookup\n", "  - name: lookup\n    name: again\n", 5, "tools[0]", "duplicate key"),
+        # Both an empty `turns` and an unknown key: the unknown key (likely the typo) is named first.
+        ("turns:\n  - user: My locker", "turns: []\nx:\n  - user: My locker", 8, "x", "unknown key"),
+        (
+            "    assistant: Noted, locker 4471.\n",
+            "    assistant: Noted, locker 4471.\n  user: [\n",
+            10,
+            "",
+            "invalid YAML",
+        ),
+    ],
+)
 def test_each_rejection_names_line_and_field(tmp_path, old, new, line, field, message):
     assert old in VALID
     error = rejection(tmp_path, VALID.replace(old, new, 1))
@@ -105,14 +130,17 @@ def test_each_rejection_names_line_and_field(tmp_path, old, new, line, field, me
 
 
 def test_a_fact_planted_by_a_live_turn_must_be_in_the_user_line(tmp_path):
-    error = rejection(tmp_path, """\
+    error = rejection(
+        tmp_path,
+        """\
         id: live
         description: d
         turns:
           - user: Please pick a colour for me.
             facts:
               - {id: c, kind: preference, answer: teal, probe: "Which colour?"}
-        """)
+        """,
+    )
     assert "does not occur in the user line" in error.message and error.line == 6
 
 
@@ -139,8 +167,14 @@ def test_shipped_scenarios_cover_every_fact_kind_and_feature():
     assert any(t.supersedes for s in scenarios for t in s.turns)
     assert any(f.distractors for f in facts)
     assert any(t.assistant is None for s in scenarios for t in s.turns)  # live turns
-    in_tool_results = [f for s in scenarios for t in s.turns if t.assistant and t.assistant.tool_calls
-                       for f in t.facts if any(f.answer in c.result for c in t.assistant.tool_calls)]
+    in_tool_results = [
+        f
+        for s in scenarios
+        for t in s.turns
+        if t.assistant and t.assistant.tool_calls
+        for f in t.facts
+        if any(f.answer in c.result for c in t.assistant.tool_calls)
+    ]
     assert in_tool_results
 
 

@@ -70,7 +70,7 @@ def test_minimum_detectable_drop_matches_hand_computation():
     clusters = [s for s in range(40) for _ in range(5)]
     assert design_effect(values, clusters) == pytest.approx(1.0)
     c = scipy_stats.t.ppf(0.975, 39) + scipy_stats.t.ppf(0.8, 39)
-    x = c ** 2 / 200
+    x = c**2 / 200
     assert minimum_detectable_drop(values, clusters, 0.05, 0.8) == pytest.approx(x / (1 + x))
     # More units detect smaller drops; clustered outcomes detect larger ones; too few clusters: None.
     assert minimum_detectable_drop(values * 4, clusters * 4, 0.05, 0.8) < x / (1 + x)

@@ -7,15 +7,15 @@ import sys
 from importlib import metadata
 
 import pytest
-
 from fakes import FakeClient
+from test_run import oracle
+
 from harness.analysis import gate
 from harness.cli import main
-from harness.models.client import Reply
 from harness.execution.evals import load_eval
-from harness.records import load_run, read_jsonl
 from harness.execution.executors import run_eval
-from test_run import oracle
+from harness.models.client import Reply
+from harness.records import load_run, read_jsonl
 
 STRATEGIES = '''
 from harness.messages import exchange_starts, render_message
@@ -27,8 +27,11 @@ def _fold(messages, context, wording):
         return messages
     split = exchange_starts(messages)[-1]
     transcript = "\\n".join(map(render_message, messages[:split]))
-    reply = context.client.create(max_tokens=context.settings.summary_max_tokens, system=context.settings.summary_prompt,
-                                  messages=[{"role": "user", "content": transcript}])
+    reply = context.client.create(
+        max_tokens=context.settings.summary_max_tokens,
+        system=context.settings.summary_prompt,
+        messages=[{"role": "user", "content": transcript}],
+    )
     summary = reply["content"][0]["text"]
     return [{"role": "user", "content": f"{wording}{summary}"},
             {"role": "assistant", "content": "OK."}] + messages[split:]
@@ -72,10 +75,14 @@ def custom_eval(eval_file, monkeypatch):
     sys.modules.pop("mystrategies", None)
 
     def make(*strategies):
-        eval_file.write_text(eval_file.read_text().replace(
-            "strategies: [summary, truncate, none, no-history]",
-            "strategies: [" + ", ".join(["summary", *(f"mystrategies:{s}" for s in strategies)]) + "]"))
+        eval_file.write_text(
+            eval_file.read_text().replace(
+                "strategies: [summary, truncate, none, no-history]",
+                "strategies: [" + ", ".join(["summary", *(f"mystrategies:{s}" for s in strategies)]) + "]",
+            )
+        )
         return eval_file
+
     return make
 
 
@@ -91,12 +98,14 @@ def test_a_summary_in_its_own_wording_is_found_metered_and_located(custom_eval, 
     run_dir = _run(custom_eval("own_words"), Slow(oracle), tmp_path)
     mine = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["strategy"] == "mystrategies:own_words"]
     assert mine and all(c["summary"] and c["replaced_with"] == 2 for c in mine)
-    assert all(c["input_tokens"] > 0 and c["output_tokens"] > 0 and c["latency_s"] > 0 and c["chunks"] == 1
-               for c in mine)
+    assert all(
+        c["input_tokens"] > 0 and c["output_tokens"] > 0 and c["latency_s"] > 0 and c["chunks"] == 1 for c in mine
+    )
     ours = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["strategy"] == "summary"]
     # The same folds as the seed's compaction: the summary message is not counted as a turn.
-    assert [(c["budget"], c["before_turn"], c["first_verbatim_turn"]) for c in mine] == \
-        [(c["budget"], c["before_turn"], c["first_verbatim_turn"]) for c in ours]
+    assert [(c["budget"], c["before_turn"], c["first_verbatim_turn"]) for c in mine] == [
+        (c["budget"], c["before_turn"], c["first_verbatim_turn"]) for c in ours
+    ]
     retained = [r for r in read_jsonl(run_dir / "retention.jsonl") if r["strategy"] == "mystrategies:own_words"]
     assert retained and all(r["retained"] is not None for r in retained)  # checked against its summary
     records = [r for r in read_jsonl(run_dir / "records.jsonl") if r["strategy"] == "mystrategies:own_words"]
@@ -107,13 +116,16 @@ def test_the_seed_signature_still_works(custom_eval, tmp_path):
     run_dir = _run(custom_eval("seed_style"), FakeClient(oracle), tmp_path)
     mine = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["strategy"] == "mystrategies:seed_style"]
     assert mine and all(c["summary"] is None and c["replaced_with"] == 0 for c in mine)  # dropped outright
-    retained = [r["retained"] for r in read_jsonl(run_dir / "retention.jsonl")
-                if r["strategy"] == "mystrategies:seed_style"]
+    retained = [
+        r["retained"] for r in read_jsonl(run_dir / "retention.jsonl") if r["strategy"] == "mystrategies:seed_style"
+    ]
     assert retained and set(retained) == {False}
 
 
-@pytest.mark.parametrize("strategy, message", [("raising", "raised KeyError: 'no such thing'"),
-                                               ("not_a_history", "returned str, not a list of messages")])
+@pytest.mark.parametrize(
+    "strategy, message",
+    [("raising", "raised KeyError: 'no such thing'"), ("not_a_history", "returned str, not a list of messages")],
+)
 def test_a_failing_strategy_is_an_error_of_its_cases_not_a_crash(strategy, message, custom_eval, tmp_path):
     run_dir = _run(custom_eval(strategy), FakeClient(oracle), tmp_path)
     records = read_jsonl(run_dir / "records.jsonl")
@@ -140,7 +152,9 @@ def test_the_manifest_records_where_a_strategy_came_from(custom_eval, tmp_path):
     about = json.loads((run_dir / "manifest.json").read_text())["strategies"]["mystrategies:own_words"]
     assert about["module"] == "mystrategies" and about["path"].endswith("mystrategies.py")
     assert len(about["sha256"]) == 64
-    assert about["packages"]["compaction-harness"] == metadata.version("compaction-harness")  # the module imports harness
+    assert about["packages"]["compaction-harness"] == metadata.version(
+        "compaction-harness"
+    )  # the module imports harness
 
 
 def test_validate_refuses_a_function_that_is_not_a_compaction(custom_eval, tmp_path, capsys):
@@ -165,19 +179,29 @@ def test_the_gate_covers_a_custom_strategy_that_takes_prompts(custom_eval, tmp_p
 def test_langchain_summarization_runs_through_the_seam(eval_file, tmp_path):
     """LangChain's real SummarizationMiddleware, with its own wording, measured like ours."""
     pytest.importorskip("langchain.agents.middleware.summarization")
-    eval_file.write_text(eval_file.read_text().replace(
-        "strategies: [summary, truncate, none, no-history]",
-        'strategies: [summary, "harness.adapters.langchain:summarization", '
-        '"harness.adapters.langchain:summarization_with_prompt"]'))
+    eval_file.write_text(
+        eval_file.read_text().replace(
+            "strategies: [summary, truncate, none, no-history]",
+            'strategies: [summary, "harness.adapters.langchain:summarization", '
+            '"harness.adapters.langchain:summarization_with_prompt"]',
+        )
+    )
+
     def reply(request):  # LangChain sends its prompt as the user turn, with no system prompt
         return oracle({"system": None, **request}) if "system" not in request else oracle(request)
+
     run_dir = _run(eval_file, Slow(reply), tmp_path)
     assert not [r for r in read_jsonl(run_dir / "records.jsonl") if r["verdict"] == "error"]
     compactions = read_jsonl(run_dir / "compactions.jsonl")
     by = {s: [c for c in compactions if c["strategy"] == s] for s in {c["strategy"] for c in compactions}}
     theirs = by["harness.adapters.langchain:summarization"]
-    assert theirs and all(c["summary"].startswith("Here is a summary of the conversation to date")
-                          and c["chunks"] == 1 and c["input_tokens"] > 0 and c["latency_s"] > 0 for c in theirs)
+    assert theirs and all(
+        c["summary"].startswith("Here is a summary of the conversation to date")
+        and c["chunks"] == 1
+        and c["input_tokens"] > 0
+        and c["latency_s"] > 0
+        for c in theirs
+    )
     # It folds at the same turns as ours (the budget and keep_recent reached it) ...
     assert [(c["budget"], c["before_turn"]) for c in theirs] == [(c["budget"], c["before_turn"]) for c in by["summary"]]
     # ... and with our prompt, it sweeps the prompts and sends ours.

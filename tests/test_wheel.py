@@ -16,8 +16,11 @@ ROOT = Path(__file__).parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
     return next(out.glob("compaction_harness-*.whl"))
 
 
@@ -25,7 +28,9 @@ def test_the_wheel_holds_every_subpackage_prompt_and_template(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     packages = {str(p.relative_to(ROOT)) for p in (ROOT / "harness").rglob("*.py")}
     assert packages <= names, packages - names
-    shipped = {str(p.relative_to(ROOT)) for folder in ("prompts", "templates") for p in (ROOT / "harness" / folder).iterdir()}
+    shipped = {
+        str(p.relative_to(ROOT)) for folder in ("prompts", "templates") for p in (ROOT / "harness" / folder).iterdir()
+    }
     shipped.add("harness/scoring/corpus.yaml")  # the labelled answers judge-check measures a judge on
     assert shipped and shipped <= names, shipped - names
     assert not [n for n in names if n.startswith(("tests/", "benchmarks/", "evals/", "scenarios/"))]
@@ -50,8 +55,14 @@ def test_installed_into_a_fresh_venv_init_validate_and_run_outside_the_repositor
     # The default model's weights live in the user's cache, shared by every environment: verified, not fetched again.
     assert "SHA-256 verified" in run("models", "install", "--quiet")
 
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import harness; print(harness.__path__[0])"],
-                           cwd=repo, env=env, capture_output=True, text=True, check=True).stdout
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import harness; print(harness.__path__[0])"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert str(venv) in where and str(ROOT) not in where  # the installed package, not this checkout
     assert "Next, record the first baseline" in run("init")
     workflow = (repo / ".github" / "workflows" / "compaction-gate.yml").read_text()

@@ -33,12 +33,18 @@ class HarnessChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "harness"
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         system = "\n".join(m.text for m in messages if isinstance(m, SystemMessage))
-        turns = [{"role": "assistant" if isinstance(m, AIMessage) else "user", "content": m.text}
-                 for m in messages if not isinstance(m, SystemMessage)]
-        response = self.client.create(max_tokens=self.max_tokens, messages=turns, **({"system": system} if system else {}))
+        turns = [
+            {"role": "assistant" if isinstance(m, AIMessage) else "user", "content": m.text}
+            for m in messages
+            if not isinstance(m, SystemMessage)
+        ]
+        response = self.client.create(
+            max_tokens=self.max_tokens, messages=turns, **({"system": system} if system else {})
+        )
         text = content_text(response.get("content", []), separator="")
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
@@ -52,14 +58,20 @@ def _to_langchain(messages: list[Message]) -> list[BaseMessage]:
             converted.append((HumanMessage if message["role"] == "user" else AIMessage)(content=content, id=mid))
         elif message["role"] == "assistant":
             text = content_text(content)
-            calls = [{"name": b["name"], "args": b.get("input") or {}, "id": b["id"]} for b in content
-                     if b["type"] == "tool_use"]
+            calls = [
+                {"name": b["name"], "args": b.get("input") or {}, "id": b["id"]}
+                for b in content
+                if b["type"] == "tool_use"
+            ]
             converted.append(AIMessage(content=text, tool_calls=calls, id=mid))
         else:
             results = [b for b in content if b["type"] == "tool_result"]
-            converted += [ToolMessage(content=content_text(b.get("content") or ""), tool_call_id=b["tool_use_id"],
-                                      id=f"{mid}.{i}") for i, b in enumerate(results)] or \
-                         [HumanMessage(content=str(content), id=mid)]
+            converted += [
+                ToolMessage(
+                    content=content_text(b.get("content") or ""), tool_call_id=b["tool_use_id"], id=f"{mid}.{i}"
+                )
+                for i, b in enumerate(results)
+            ] or [HumanMessage(content=str(content), id=mid)]
     return converted
 
 
@@ -69,10 +81,13 @@ def _compact(messages: list[Message], context: StrategyContext, summary_prompt: 
     kept_messages = len(messages) - starts[-keep] if keep and len(starts) >= keep else 0
     middleware = SummarizationMiddleware(
         HarnessChatModel(client=context.client, max_tokens=context.settings.summary_max_tokens),
-        trigger=("tokens", context.context_limit), keep=("messages", max(kept_messages, 1)),
+        trigger=("tokens", context.context_limit),
+        keep=("messages", max(kept_messages, 1)),
         # The middleware's "tokens" are whatever the counter counts: here the eval's own unit.
         token_counter=lambda lc_messages: context.size(_ours(lc_messages, messages)),
-        summary_prompt=summary_prompt, trim_tokens_to_summarize=None)
+        summary_prompt=summary_prompt,
+        trim_tokens_to_summarize=None,
+    )
     update = middleware.before_model({"messages": _to_langchain(messages)}, None)
     if update is None:
         return messages

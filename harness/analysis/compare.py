@@ -44,8 +44,11 @@ def retention_units(retention: pd.DataFrame) -> pd.DataFrame:
     known["budget"] = known["budget"].astype("object").fillna("-")
     known["prompt"] = known["prompt"].astype("object").fillna("-")
     known["retained"] = known["retained"].astype(float)
-    units = known.groupby(PAIR_KEY + ["prompt"]).agg(
-        value=("retained", "mean"), expected=("expected", "last"), kind=("kind", "first")).reset_index()
+    units = (
+        known.groupby(PAIR_KEY + ["prompt"])
+        .agg(value=("retained", "mean"), expected=("expected", "last"), kind=("kind", "first"))
+        .reset_index()
+    )
     units["answer"] = None
     return units
 
@@ -130,8 +133,13 @@ def units(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
 def behaviour_floor(actions: pd.DataFrame, metric: str) -> Comparison:
     """A behaviour check of the compacted agent's step (B) against the same check of the full-history
     agent's step at the same cut (A, the floor), paired and tested over scenarios."""
-    return pair_units(behaviour_units(actions, metric, "ceiling_"), behaviour_units(actions, metric), "full history",
-                      "compacted", metric)
+    return pair_units(
+        behaviour_units(actions, metric, "ceiling_"),
+        behaviour_units(actions, metric),
+        "full history",
+        "compacted",
+        metric,
+    )
 
 
 def floor_drop(actions: pd.DataFrame) -> Comparison:
@@ -141,8 +149,9 @@ def floor_drop(actions: pd.DataFrame) -> Comparison:
     return pair_units(action_units(actions, "floor"), action_units(actions), "floor", "compacted", "next-action")
 
 
-def pair_units(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str, metric: str,
-               key: list[str] = PAIR_KEY) -> Comparison:
+def pair_units(
+    a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str, metric: str, key: list[str] = PAIR_KEY
+) -> Comparison:
     """Units of A and B paired on `key` (by default the same fact, budget, strategy and repeat). A
     side with no budget (the `recorded` or `none` strategy) pairs with the other at each of its budgets."""
     left, right = a.copy(), b.copy()
@@ -170,5 +179,7 @@ def sensitivity(summary: pd.DataFrame, control: str) -> dict[str, Comparison]:
     """Per summary prompt, its retention paired against the keeps-nothing control's (A: control);
     `summary`: retention rows of strategies that take a prompt."""
     reference = summary[summary["prompt"] == control]
-    return {prompt: pair_retention(reference, summary[summary["prompt"] == prompt], control, prompt)
-            for prompt in sorted(set(summary["prompt"].dropna()) - {control})}
+    return {
+        prompt: pair_retention(reference, summary[summary["prompt"] == prompt], control, prompt)
+        for prompt in sorted(set(summary["prompt"].dropna()) - {control})
+    }

@@ -4,10 +4,10 @@ For each metric both runs measured (retention: do the summaries state the facts;
 probe answers), a cell (summary prompt x budget, plus each prompt over all budgets) fails when
 the metric drops by more than `max_drop` *and* the paired test over scenarios says the drop is
 significant at `alpha`, or when it falls under `floor`. A candidate prompt is compared with the
-baseline prompt of its id (or `--against`, or the first), never with the keeps-nothing control. A prompt also fails when its median
-summary is more than `max_summary_growth` longer than the baseline's, or when its summaries stop
-at their token cap more often than the baseline's by more than `max_cap_increase` (keeping facts
-by not compressing is no gain).
+baseline prompt of its id (or `--against`, or the first), never with the keeps-nothing control. A
+prompt also fails when its median summary is more than `max_summary_growth` longer than the
+baseline's, or when its summaries stop at their token cap more often than the baseline's by more
+than `max_cap_increase` (keeping facts by not compressing is no gain).
 
 Every cell and check says `pass`, `FAIL: why` or `cannot judge: why`, and the verdict follows
 them. When nothing fails, the gate may still be unable to *pass* a candidate (exit 1, with the
@@ -148,8 +148,10 @@ def resolve_against(prompt: str, baseline: Run, against: str | None) -> tuple[st
     available, control = baseline_prompts(baseline), baseline.about.control_prompt
     if against:
         if against == control:
-            raise CannotJudge(f"{against!r} is the baseline's keeps-nothing control: a candidate is compared with a "
-                              f"summary prompt ({', '.join(available)}), never with the control")
+            raise CannotJudge(
+                f"{against!r} is the baseline's keeps-nothing control: a candidate is compared with a "
+                f"summary prompt ({', '.join(available)}), never with the control"
+            )
         if against not in available:
             raise CannotJudge(f"the baseline has no prompt {against!r} (it has {', '.join(available)})")
         return against, "--against"
@@ -158,8 +160,10 @@ def resolve_against(prompt: str, baseline: Run, against: str | None) -> tuple[st
     if not available:
         raise CannotJudge("the baseline has no summary prompts")
     if prompt == control:
-        return available[0], (f"the baseline's first prompt: {prompt!r} is the baseline's keeps-nothing control's "
-                              "id, and a candidate is never compared with the control")
+        return available[0], (
+            f"the baseline's first prompt: {prompt!r} is the baseline's keeps-nothing control's "
+            "id, and a candidate is never compared with the control"
+        )
     return available[0], "the baseline's first prompt (no prompt of the same id)"
 
 
@@ -181,8 +185,10 @@ def size_check(baseline: pd.DataFrame, candidate: pd.DataFrame, name: str, growt
     before, after = float(baseline["output_tokens"].median()), float(candidate["output_tokens"].median())
     check = SummaryCheck(f"summary size: {name}", f"median {before:.0f} tokens", f"median {after:.0f} tokens")
     if before and after > (1 + growth) * before:
-        check.failure = (f"median summary {after:.0f} tokens against the baseline's {before:.0f} "
-                         f"(+{after / before - 1:.0%}, more than +{growth:.0%})")
+        check.failure = (
+            f"median summary {after:.0f} tokens against the baseline's {before:.0f} "
+            f"(+{after / before - 1:.0%}, more than +{growth:.0%})"
+        )
     return check
 
 
@@ -194,13 +200,18 @@ def cap_check(baseline: pd.DataFrame, candidate: pd.DataFrame, name: str, margin
     before, after = baseline["capped"].dropna(), candidate["capped"].dropna()
     if after.empty:
         return None
-    shown = SummaryCheck(f"summary cap: {name}", "not recorded" if before.empty else
-                         f"{before.mean():.0%} of {len(before)} at the cap", f"{after.mean():.0%} of {len(after)} at the cap")
+    shown = SummaryCheck(
+        f"summary cap: {name}",
+        "not recorded" if before.empty else f"{before.mean():.0%} of {len(before)} at the cap",
+        f"{after.mean():.0%} of {len(after)} at the cap",
+    )
     if before.empty:
         shown.unchecked = "the baseline does not record its summaries' stop reason: record a new baseline"
     elif after.mean() - before.mean() > margin:
-        shown.failure = (f"{after.mean():.0%} of the summaries stop at the token cap against the baseline's "
-                         f"{before.mean():.0%} (more than +{margin:.0%})")
+        shown.failure = (
+            f"{after.mean():.0%} of the summaries stop at the token cap against the baseline's "
+            f"{before.mean():.0%} (more than +{margin:.0%})"
+        )
     return shown
 
 
@@ -217,31 +228,75 @@ def sensitivity_problem(baseline: Run, alpha: float) -> str | None:
     control = baseline.about.control_prompt
     if not control or baseline.retention.empty:
         return None
-    paired = [c for prompt, c in sensitivity(prompted(baseline.retention), control).items()
-              if prompt in baseline_prompts(baseline) and c.n]
+    paired = [
+        c
+        for prompt, c in sensitivity(prompted(baseline.retention), control).items()
+        if prompt in baseline_prompts(baseline) and c.n
+    ]
     if not paired:
         return None
     best = max(paired, key=lambda c: c.difference)
     if best.p_value is not None and best.p_value < alpha and best.difference > 0:
         return None
-    return (f"on this model the summary prompt barely matters: in the baseline the best prompt ({best.label_b}) "
-            f"retains {best.recall_b:.0%} against {best.recall_a:.0%} for the keeps-nothing control "
-            f"({best.test.describe()}); prompt changes cannot be judged on it: gate on a model that follows "
-            "its summary prompt")
+    return (
+        f"on this model the summary prompt barely matters: in the baseline the best prompt ({best.label_b}) "
+        f"retains {best.recall_b:.0%} against {best.recall_a:.0%} for the keeps-nothing control "
+        f"({best.test.describe()}); prompt changes cannot be judged on it: gate on a model that follows "
+        "its summary prompt"
+    )
 
 
-def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str | None = None) -> Verdict:
+def _check_comparable(baseline: Run, candidate: Run) -> None:
+    """Raise CannotJudge unless both runs are finished and measured the same model the same way."""
     for side, run in (("baseline", baseline), ("candidate", candidate)):
         if run.about.unfinished:
             raise CannotJudge(f"the {side} run is unfinished: resume it (`harness run EVAL --resume RUN_DIR`) first")
     if baseline.about.model != candidate.about.model:
-        raise CannotJudge(f"the baseline was recorded on {baseline.about.model}, the candidate ran on "
-                          f"{candidate.about.model}: gate against a baseline of the same model")
-    for setting, of in (("sampling", lambda about: about.sampling),
-                        ("summary layout", lambda about: about.setting("summary_layout"))):
+        raise CannotJudge(
+            f"the baseline was recorded on {baseline.about.model}, the candidate ran on "
+            f"{candidate.about.model}: gate against a baseline of the same model"
+        )
+    for setting, of in (
+        ("sampling", lambda about: about.sampling),
+        ("summary layout", lambda about: about.setting("summary_layout")),
+    ):
         if of(baseline.about) != of(candidate.about):
-            raise CannotJudge(f"the baseline was recorded with {setting} {of(baseline.about)!r}, the candidate ran "
-                              f"with {of(candidate.about)!r}: they measure different models; record a new baseline")
+            raise CannotJudge(
+                f"the baseline was recorded with {setting} {of(baseline.about)!r}, the candidate ran "
+                f"with {of(candidate.about)!r}: they measure different models; record a new baseline"
+            )
+
+
+def _judge(cell: Cell, settings: GateSettings) -> None:
+    """Fill a cell's failures, and why it cannot pass when it could not be tested at the gate's margin.
+    One rule for every cell, per budget and over all budgets: the same evidence gets one verdict."""
+    comparison, metric = cell.comparison, cell.metric
+    drop = -comparison.difference
+    if comparison.recall_b < settings.floor:
+        cell.failures.append(f"{metric} {comparison.recall_b:.1%} is under the floor {settings.floor:.1%}")
+    if drop > settings.max_drop and comparison.p_value is not None and comparison.p_value < settings.alpha:
+        cell.failures.append(
+            f"{metric} dropped {drop:.1%} (more than {settings.max_drop:.1%}), "
+            f"significant: p = {comparison.p_value:.3g} < {settings.alpha}"
+        )
+    if not comparison.test.judged:
+        cell.untested = (
+            f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')}, under {MIN_CLUSTERS})"
+        )
+    elif cell.detectable_drop is None or cell.detectable_drop > settings.max_drop:
+        can = (
+            f"only drops of {cell.detectable_drop:.1%} or more"
+            if cell.detectable_drop is not None
+            else "nothing: the baseline has too few scenarios"
+        )
+        cell.untested = (
+            f"this eval can detect {can} (alpha {settings.alpha:g}, power {settings.power:.0%}), not the "
+            f"{settings.max_drop:.1%} the gate allows; add facts, scenarios or repeats"
+        )
+
+
+def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str | None = None) -> Verdict:
+    _check_comparable(baseline, candidate)
     verdict = Verdict([])
     control = candidate.about.control_prompt
     for metric in _metrics(baseline, candidate):
@@ -261,41 +316,43 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
                 reference = theirs if budget == ALL_BUDGETS else theirs[theirs["budget"] == budget]
                 comparison = pair_units(reference, rows, f"baseline {base_name}", f"candidate {name}", metric)
                 if comparison.n == 0:
-                    raise CannotJudge(f"no {metric} units pair up for {name!r} at budget {budget}: "
-                                      "the baseline does not cover this eval; record a new one")
-                cell = Cell(metric, name, base_name, budget, comparison, _errors(candidate, metric, strategy, prompt),
-                            minimum_detectable_drop(reference["value"], reference["scenario"],
-                                                    settings.alpha, settings.power),
-                            strategy=strategy, prompt_id=prompt, baseline_prompt_id=base_prompt,
-                            paired_because=because)
+                    raise CannotJudge(
+                        f"no {metric} units pair up for {name!r} at budget {budget}: "
+                        "the baseline does not cover this eval; record a new one"
+                    )
+                cell = Cell(
+                    metric,
+                    name,
+                    base_name,
+                    budget,
+                    comparison,
+                    _errors(candidate, metric, strategy, prompt),
+                    minimum_detectable_drop(reference["value"], reference["scenario"], settings.alpha, settings.power),
+                    strategy=strategy,
+                    prompt_id=prompt,
+                    baseline_prompt_id=base_prompt,
+                    paired_because=because,
+                )
                 if cell.error_rate > settings.max_error_rate:
-                    raise CannotJudge(f"{cell.name}: {cell.error_rate:.0%} of units failed with errors "
-                                      f"(limit {settings.max_error_rate:.0%}); see the run's records")
-                drop = -comparison.difference
-                if comparison.recall_b < settings.floor:
-                    cell.failures.append(f"{metric} {comparison.recall_b:.1%} is under the floor {settings.floor:.1%}")
-                if drop > settings.max_drop and comparison.p_value is not None and comparison.p_value < settings.alpha:
-                    cell.failures.append(f"{metric} dropped {drop:.1%} (more than {settings.max_drop:.1%}), "
-                                         f"significant: p = {comparison.p_value:.3g} < {settings.alpha}")
-                # One rule for every cell, per budget and over all budgets: the same evidence gets one verdict.
-                if not comparison.test.judged:
-                    cell.untested = (f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')}, "
-                                     f"under {MIN_CLUSTERS})")
-                elif cell.detectable_drop is None or cell.detectable_drop > settings.max_drop:
-                    can = (f"only drops of {cell.detectable_drop:.1%} or more" if cell.detectable_drop is not None
-                           else "nothing: the baseline has too few scenarios")
-                    cell.untested = (f"this eval can detect {can} (alpha {settings.alpha:g}, power "
-                                     f"{settings.power:.0%}), not the {settings.max_drop:.1%} the gate allows; add "
-                                     "facts, scenarios or repeats")
+                    raise CannotJudge(
+                        f"{cell.name}: {cell.error_rate:.0%} of units failed with errors "
+                        f"(limit {settings.max_error_rate:.0%}); see the run's records"
+                    )
+                _judge(cell, settings)
                 verdict.cells.append(cell)
                 if budget == ALL_BUDGETS:
                     verdict.kinds += kind_guards(theirs, mine, cell, settings)
     for cell in {c.prompt: c for c in verdict.cells}.values():
         before = _summaries(baseline, cell.strategy, cell.baseline_prompt_id)
         after = _summaries(candidate, cell.strategy, cell.prompt_id)
-        verdict.checks += [check for check in (size_check(before, after, cell.prompt, settings.max_summary_growth),
-                                               cap_check(before, after, cell.prompt, settings.max_cap_increase))
-                           if check is not None]
+        verdict.checks += [
+            check
+            for check in (
+                size_check(before, after, cell.prompt, settings.max_summary_growth),
+                cap_check(before, after, cell.prompt, settings.max_cap_increase),
+            )
+            if check is not None
+        ]
     if problem := sensitivity_problem(baseline, settings.alpha):
         verdict.cannot_judge.append(problem)
     return verdict
@@ -312,26 +369,44 @@ def kind_guards(theirs: pd.DataFrame, mine: pd.DataFrame, overall: Cell, setting
     for kind in kinds:
         reference, rows = theirs[theirs["kind"] == kind], mine[mine["kind"] == kind]
         comparison = pair_units(reference, rows, overall.comparison.label_a, overall.comparison.label_b, overall.metric)
-        guard = Cell(overall.metric, overall.prompt, overall.baseline_prompt, ALL_BUDGETS, comparison,
-                     overall.error_rate, minimum_detectable_drop(reference["value"], reference["scenario"], alpha,
-                                                                settings.power),
-                     strategy=overall.strategy, prompt_id=overall.prompt_id,
-                     baseline_prompt_id=overall.baseline_prompt_id, paired_because=overall.paired_because, kind=kind)
+        guard = Cell(
+            overall.metric,
+            overall.prompt,
+            overall.baseline_prompt,
+            ALL_BUDGETS,
+            comparison,
+            overall.error_rate,
+            minimum_detectable_drop(reference["value"], reference["scenario"], alpha, settings.power),
+            strategy=overall.strategy,
+            prompt_id=overall.prompt_id,
+            baseline_prompt_id=overall.baseline_prompt_id,
+            paired_because=overall.paired_because,
+            kind=kind,
+        )
         drop, p = -comparison.difference, comparison.p_value
         if comparison.n and drop > settings.max_kind_drop and p is not None and p < alpha:
-            guard.failures.append(f"{kind} {overall.metric} dropped {drop:.1%} (more than "
-                                  f"{settings.max_kind_drop:.1%}), significant: p = {p:.3g} < {alpha:.3g} "
-                                  f"({settings.alpha:g} over {len(kinds)} kinds)")
+            guard.failures.append(
+                f"{kind} {overall.metric} dropped {drop:.1%} (more than "
+                f"{settings.max_kind_drop:.1%}), significant: p = {p:.3g} < {alpha:.3g} "
+                f"({settings.alpha:g} over {len(kinds)} kinds)"
+            )
         elif not comparison.test.judged:
             guard.untested = f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')})"
         elif comparison.recall_a <= settings.max_kind_drop:
-            guard.untested = (f"the baseline keeps {comparison.recall_a:.0%}, so it cannot lose more than "
-                              f"{settings.max_kind_drop:.0%}")
+            guard.untested = (
+                f"the baseline keeps {comparison.recall_a:.0%}, so it cannot lose more than "
+                f"{settings.max_kind_drop:.0%}"
+            )
         elif guard.detectable_drop is None or guard.detectable_drop > comparison.recall_a:
-            can = (f"only drops of {guard.detectable_drop:.0%} or more" if guard.detectable_drop is not None
-                   else "nothing: the baseline has too few scenarios")
-            guard.untested = (f"detects {can} at alpha {alpha:.3g}, not the baseline's "
-                              f"{comparison.recall_a:.0%} it could lose: add scenarios")
+            can = (
+                f"only drops of {guard.detectable_drop:.0%} or more"
+                if guard.detectable_drop is not None
+                else "nothing: the baseline has too few scenarios"
+            )
+            guard.untested = (
+                f"detects {can} at alpha {alpha:.3g}, not the baseline's "
+                f"{comparison.recall_a:.0%} it could lose: add scenarios"
+            )
         guards.append(guard)
     return guards
 

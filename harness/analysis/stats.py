@@ -107,10 +107,14 @@ class PairedTest:
 
     def describe(self) -> str:
         if not self.judged:
-            return (f"{self.difference:+.1%} on {plural(self.pairs, 'pair')} in {plural(self.clusters, 'cluster')}: too few clusters "
-                    f"(under {MIN_CLUSTERS}) for an interval or a test")
-        return (f"{self.difference:+.1%} (95% CI {self.low:+.1%} to {self.high:+.1%}; p = {self.p_value:.3g}; "
-                f"{plural(self.pairs, 'pair')} in {plural(self.clusters, 'cluster')})")
+            return (
+                f"{self.difference:+.1%} on {plural(self.pairs, 'pair')} in {plural(self.clusters, 'cluster')}: "
+                f"too few clusters (under {MIN_CLUSTERS}) for an interval or a test"
+            )
+        return (
+            f"{self.difference:+.1%} (95% CI {self.low:+.1%} to {self.high:+.1%}; p = {self.p_value:.3g}; "
+            f"{plural(self.pairs, 'pair')} in {plural(self.clusters, 'cluster')})"
+        )
 
 
 def paired_test(a: pd.Series, b: pd.Series, clusters: pd.Series, confidence: float = 0.95) -> PairedTest:
@@ -125,7 +129,7 @@ def paired_test(a: pd.Series, b: pd.Series, clusters: pd.Series, confidence: flo
         return result
     difference = float(sums["sum"].sum() / n)
     residuals = sums["sum"] - difference * sums["size"]
-    se = math.sqrt(k / (k - 1) * float((residuals ** 2).sum())) / n
+    se = math.sqrt(k / (k - 1) * float((residuals**2).sum())) / n
     if se == 0:  # every cluster moved by exactly the same share: no noise at all
         p = 1.0 if difference == 0 else 0.0
         return PairedTest(result.mean_a, result.mean_b, n, k, difference, difference, p)
@@ -150,5 +154,5 @@ def detectable_drop(units: int, clusters: int, design: float, alpha: float, powe
     if clusters < MIN_CLUSTERS or units == 0:
         return None
     quantiles = scipy_stats.t.ppf(1 - alpha / 2, clusters - 1) + scipy_stats.t.ppf(power, clusters - 1)
-    x = quantiles ** 2 * design / units
+    x = quantiles**2 * design / units
     return float(x / (1 + x))

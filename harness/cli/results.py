@@ -38,15 +38,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     run_dir = run_folder(args.run_dir, args.results)
     run = load_run(run_dir)
     if run.records.empty and run.retention.empty and run.actions.empty:
-        raise InputError(run_dir, "no finished case to report: the run has no records yet "
-                                  "(`harness run EVAL --resume RUN_DIR` finishes it)")
+        raise InputError(
+            run_dir,
+            "no finished case to report: the run has no records yet (`harness run EVAL --resume RUN_DIR` finishes it)",
+        )
     print(text_report(run_dir))
     out = args.out or run_dir / "report"
     try:
         paths = write_report(run_dir, out)
     except OSError as exc:  # the tables are printed already; only the files are missing
-        raise InputError(out, f"cannot write the report files here ({exc.strerror}); the tables are above, "
-                              "or give --out DIR") from None
+        raise InputError(
+            out, f"cannot write the report files here ({exc.strerror}); the tables are above, or give --out DIR"
+        ) from None
     for kind, path in paths.items():
         print(f"{kind}: {path}")
     return EXIT_OK
@@ -81,9 +84,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if prompt is None and len(existing) == 1:
             prompt = existing[0]
         if prompt not in existing:
-            raise InputError(flag if spec else args.run_a, (
-                f"no prompt {prompt!r} with strategy {strategy} in this run" if prompt else
-                f"strategy {strategy} ran with several prompts; name one") + f" (it has: {', '.join(existing)})")
+            raise InputError(
+                flag if spec else args.run_a,
+                (
+                    f"no prompt {prompt!r} with strategy {strategy} in this run"
+                    if prompt
+                    else f"strategy {strategy} ran with several prompts; name one"
+                )
+                + f" (it has: {', '.join(existing)})",
+            )
         return strategy, prompt
 
     (strategy_a, prompt_a), (strategy_b, prompt_b) = resolve(run_a, "--a", args.a), resolve(run_b, "--b", args.b)
@@ -99,13 +108,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     # Within one strategy units pair on the strategy too; across strategies on fact and budget.
     key = PAIR_KEY if strategy_a == strategy_b else VARIANT_KEY
-    comparisons = [pair_units(units(rows(run_a, metric, strategy_a, prompt_a), metric),
-                              units(rows(run_b, metric, strategy_b, prompt_b), metric),
-                              label("A", strategy_a, prompt_a), label("B", strategy_b, prompt_b), metric, key)
-                   for metric in METRICS if not run_a.rows(metric).empty and not run_b.rows(metric).empty]
+    comparisons = [
+        pair_units(
+            units(rows(run_a, metric, strategy_a, prompt_a), metric),
+            units(rows(run_b, metric, strategy_b, prompt_b), metric),
+            label("A", strategy_a, prompt_a),
+            label("B", strategy_b, prompt_b),
+            metric,
+            key,
+        )
+        for metric in METRICS
+        if not run_a.rows(metric).empty and not run_b.rows(metric).empty
+    ]
     if not any(c.n for c in comparisons):
-        raise InputError(args.run_b or args.run_a, "nothing pairs up: the two sides share no scenario, fact and "
-                                                   "budget measured on the same metric")
+        raise InputError(
+            args.run_b or args.run_a,
+            "nothing pairs up: the two sides share no scenario, fact and budget measured on the same metric",
+        )
     print("\n\n".join(describe(c, flips=args.flips) for c in comparisons))
     return EXIT_OK
 
@@ -114,8 +133,12 @@ def register(commands) -> None:
     compare = commands.add_parser("compare", help="paired comparison of two runs, or of two prompts in one run")
     compare.add_argument("run_a", type=Path)
     compare.add_argument("run_b", type=Path, nargs="?", help="omit to compare prompts within RUN_A")
-    compare.add_argument("--a", action="append", metavar="VARIANT",
-                         help="side A: a prompt id of --strategy, a strategy, or strategy:prompt (summary:seed)")
+    compare.add_argument(
+        "--a",
+        action="append",
+        metavar="VARIANT",
+        help="side A: a prompt id of --strategy, a strategy, or strategy:prompt (summary:seed)",
+    )
     compare.add_argument("--b", action="append", metavar="VARIANT", help="side B, as --a")
     compare.add_argument("--strategy", default="summary", help="which strategy's records to pair (default summary)")
     compare.add_argument("--flips", type=at_least(0), default=20, help="flipped facts listed each way (default 20)")

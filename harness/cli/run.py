@@ -22,8 +22,11 @@ def run_eval_of(args: argparse.Namespace, control: bool = True):
 
     ev = load_eval_of(args, control=control, batch=args.batch)
     if ev.spec.repeats > ev.repeats:
-        print(f"warning: {ev.spec.repeats} repeats at temperature 0 would be copies of one answer; collapsed to 1 "
-              "(set a temperature above 0 for independent samples)", file=sys.stderr)
+        print(
+            f"warning: {ev.spec.repeats} repeats at temperature 0 would be copies of one answer; collapsed to 1 "
+            "(set a temperature above 0 for independent samples)",
+            file=sys.stderr,
+        )
     writable_folder(Path(args.results), "--results")
     jobs = args.jobs or default_jobs(ev.spec.model, args.base_url or ev.spec.base_url)
     client = open_for(ev, args.base_url, slots=jobs)
@@ -42,9 +45,17 @@ def run_eval_of(args: argparse.Namespace, control: bool = True):
     if judge:  # how far its verdicts can be trusted, measured before it gives any
         calibration = calibrate(judge)
         print(f"judge {judge.identity} on the labelled answers: " + "; ".join(calibration.lines()), file=sys.stderr)
-    return ev, run_eval(ev, client, Path(args.results), resume=args.resume, judge=judge,
-                        progress=not args.quiet, jobs=jobs, batch=batch,
-                        judge_calibration=calibration and calibration.record())
+    return ev, run_eval(
+        ev,
+        client,
+        Path(args.results),
+        resume=args.resume,
+        judge=judge,
+        progress=not args.quiet,
+        jobs=jobs,
+        batch=batch,
+        judge_calibration=calibration and calibration.record(),
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -61,8 +72,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     failed, observed = load_run(run_dir).errors()
     limit = ev.spec.gate.max_error_rate
     if observed and failed / observed > limit:
-        print(f"error: {failed} of {observed} of the run's observations failed with errors ({failed / observed:.0%}, "
-              f"limit {limit:.0%} from gate.max_error_rate): see {run_dir}/records.jsonl", file=sys.stderr)
+        print(
+            f"error: {failed} of {observed} of the run's observations failed with errors ({failed / observed:.0%}, "
+            f"limit {limit:.0%} from gate.max_error_rate): see {run_dir}/records.jsonl",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     return EXIT_OK
 
@@ -140,8 +154,10 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
     if not args.no_cache:
         judge.cache = ResponseCache.under(Path(args.results))
     right, wrong = judge_items()
-    print(f"judge-check: {judge.identity} on {plural(len(right), 'right answer')} and {plural(len(wrong), 'wrong one')} "
-          "(the labelled corpus, and wrong values put into its right answers)")
+    print(
+        f"judge-check: {judge.identity} on {plural(len(right), 'right answer')} and {plural(len(wrong), 'wrong one')} "
+        "(the labelled corpus, and wrong values put into its right answers)"
+    )
     for line in calibrate(judge).lines():
         print(f"  {line}")
     return EXIT_OK
@@ -155,9 +171,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ..models.cache import ResponseCache
     from ..models.client import SetupError
 
-    prices = {key: value for key, value in (("input", args.input_price), ("output", args.output_price),
-                                            ("batch_input", args.batch_input_price),
-                                            ("batch_output", args.batch_output_price)) if value is not None}
+    prices = {
+        key: value
+        for key, value in (
+            ("input", args.input_price),
+            ("output", args.output_price),
+            ("batch_input", args.batch_input_price),
+            ("batch_output", args.batch_output_price),
+        )
+        if value is not None
+    }
     ev = load_eval_of(args, prices=prices or None)
     try:  # the identity and sampling of the model as a run would open it (they key the cache)
         model = open_for(ev, args.base_url)
@@ -167,20 +190,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
         model, identity, sampling = None, ev.spec.model, {"temperature": ev.spec.temperature, **ev.spec.sampling}
     cache = None if args.no_cache else ResponseCache.under(Path(args.results))
     plan = estimate(ev, identity, sampling, cache, counter=None if args.chars else model)
-    print(f"plan: {args.eval} on {identity}: {plural(plan.cases, 'case')}, "
-          f"{plural(plan.cached, 'request')} answered by the response cache")
-    print(f"  input tokens counted by {plan.counted_by}; output tokens at most (every reply as long as its "
-          "max_tokens)")
-    table = pd.DataFrame({"requests": [plan.direct.requests, plan.batch.requests],
-                          "waves": ["-", plan.waves], "batches": ["-", plan.batches],
-                          "input tokens": [plan.direct.input_tokens, plan.batch.input_tokens],
-                          "output tokens": [plan.direct.output_tokens, plan.batch.output_tokens]},
-                         index=["direct", "batch"])
+    print(
+        f"plan: {args.eval} on {identity}: {plural(plan.cases, 'case')}, "
+        f"{plural(plan.cached, 'request')} answered by the response cache"
+    )
+    print(f"  input tokens counted by {plan.counted_by}; output tokens at most (every reply as long as its max_tokens)")
+    table = pd.DataFrame(
+        {
+            "requests": [plan.direct.requests, plan.batch.requests],
+            "waves": ["-", plan.waves],
+            "batches": ["-", plan.batches],
+            "input tokens": [plan.direct.input_tokens, plan.batch.input_tokens],
+            "output tokens": [plan.direct.output_tokens, plan.batch.output_tokens],
+        },
+        index=["direct", "batch"],
+    )
     if ev.spec.prices:
         table["cost (at most)"] = [f"{cost:,.2f}" for cost in costs(plan, ev.spec.prices).values()]
     print(table.to_string(formatters={c: "{:,}".format for c in ("requests", "input tokens", "output tokens")}))
-    print(f"  of the direct requests, {plan.compaction.requests:,} compact (summaries, server compaction, context "
-          f"edits): {plan.compaction.input_tokens:,} input tokens, at most {plan.compaction.output_tokens:,} output")
+    print(
+        f"  of the direct requests, {plan.compaction.requests:,} compact (summaries, server compaction, context "
+        f"edits): {plan.compaction.input_tokens:,} input tokens, at most {plan.compaction.output_tokens:,} output"
+    )
     print(claude_line(ev))
     if ev.spec.prices:
         print(f"prices per million tokens: {ev.spec.prices.model_dump(exclude_none=True)} (batch: half, unless given)")
@@ -195,35 +226,63 @@ def claude_line(ev) -> str:
     needs = [name for name, strategy in ev.strategies.items() if strategy.needs_claude]
     if ev.skipped:
         return f"  skipped on the embedded model (they need Claude's API): {', '.join(ev.skipped)}"
-    return f"  needs Claude's API (server-side): {', '.join(needs)}" if needs else "  needs nothing beyond the Messages API"
+    return (
+        f"  needs Claude's API (server-side): {', '.join(needs)}"
+        if needs
+        else "  needs nothing beyond the Messages API"
+    )
 
 
 def register(commands) -> None:
     run = commands.add_parser("run", help="run an eval and print the results table")
     run_flags(run)
-    run.add_argument("--report", action="store_true",
-                     help="also write report.md, records.csv and report.html (plots, fact explorer) into RUN_DIR/report")
+    run.add_argument(
+        "--report",
+        action="store_true",
+        help="also write report.md, records.csv and report.html (plots, fact explorer) into RUN_DIR/report",
+    )
     run.set_defaults(handler=cmd_run)
 
-    gate = commands.add_parser("gate", help="run a candidate (or read --run) and compare it with a baseline; "
-                                            "exit 0 pass, 100 regression, 1 cannot judge")
+    gate = commands.add_parser(
+        "gate",
+        help="run a candidate (or read --run) and compare it with a baseline; "
+        "exit 0 pass, 100 regression, 1 cannot judge",
+    )
     run_flags(gate, eval_required=False)
     gate.add_argument("--run", type=Path, metavar="RUN_DIR", help="gate a finished run instead of running")
     gate.add_argument("--baseline", type=Path, help="baseline folder (default: RESULTS/baselines/<eval name>)")
-    gate.add_argument("--against", metavar="PROMPT", help="the baseline prompt to compare with (default: the "
-                                                           "prompt of the same id, else the baseline's first)")
-    gate.add_argument("--max-drop", type=float, help="fail when retention or recall drops more than this share, "
-                                                      "significantly (default 0.05)")
-    gate.add_argument("--max-kind-drop", type=float, help="fail when one kind of fact's rate drops more than this, "
-                                                           "significantly at alpha over the kinds (default 0.25)")
+    gate.add_argument(
+        "--against",
+        metavar="PROMPT",
+        help="the baseline prompt to compare with (default: the prompt of the same id, else the baseline's first)",
+    )
+    gate.add_argument(
+        "--max-drop",
+        type=float,
+        help="fail when retention or recall drops more than this share, significantly (default 0.05)",
+    )
+    gate.add_argument(
+        "--max-kind-drop",
+        type=float,
+        help="fail when one kind of fact's rate drops more than this, "
+        "significantly at alpha over the kinds (default 0.25)",
+    )
     gate.add_argument("--alpha", type=float, help="significance level of the paired test over scenarios (default 0.05)")
     gate.add_argument("--floor", type=float, help="fail when retention or recall falls under this (default 0)")
-    gate.add_argument("--max-error-rate", type=float, help="cannot judge when more units than this failed with "
-                                                            "errors (default 0.1)")
-    gate.add_argument("--max-summary-growth", type=float, help="fail when median summary tokens grow more than this "
-                                                                "share over the baseline's (default 0.25)")
-    gate.add_argument("--max-cap-increase", type=float, help="fail when the share of summaries stopping at their token "
-                                                              "cap rises more than this over the baseline's (default 0.1)")
+    gate.add_argument(
+        "--max-error-rate", type=float, help="cannot judge when more units than this failed with errors (default 0.1)"
+    )
+    gate.add_argument(
+        "--max-summary-growth",
+        type=float,
+        help="fail when median summary tokens grow more than this share over the baseline's (default 0.25)",
+    )
+    gate.add_argument(
+        "--max-cap-increase",
+        type=float,
+        help="fail when the share of summaries stopping at their token "
+        "cap rises more than this over the baseline's (default 0.1)",
+    )
     gate.set_defaults(handler=cmd_gate)
 
     baseline = commands.add_parser("baseline", help="record a finished run as the baseline the gate compares with")
@@ -232,23 +291,29 @@ def register(commands) -> None:
     baseline.add_argument("--results", default="results")
     baseline.set_defaults(handler=cmd_baseline)
 
-    judge_check = commands.add_parser("judge-check", help="measure an LLM judge on labelled answers: how often it "
-                                                          "accepts wrong ones and rejects right ones")
+    judge_check = commands.add_parser(
+        "judge-check",
+        help="measure an LLM judge on labelled answers: how often it accepts wrong ones and rejects right ones",
+    )
     judge_check.add_argument("--judge", required=True, metavar="MODEL", help="the judge, as --model takes it")
     judge_check.add_argument("--base-url", help="an Anthropic-compatible server for the judge")
     judge_check.add_argument("--results", default="results", help="where cache/ lives")
     judge_check.add_argument("--no-cache", action="store_true", help="do not reuse or store the judge's replies")
     judge_check.set_defaults(handler=cmd_judge_check)
 
-    plan = commands.add_parser("plan", help="estimate a run before paying for it: requests, batch waves, tokens, "
-                                            "and the cost of direct and batch execution")
+    plan = commands.add_parser(
+        "plan",
+        help="estimate a run before paying for it: requests, batch waves, tokens, "
+        "and the cost of direct and batch execution",
+    )
     eval_flags(plan)
     plan.add_argument("--input-price", type=price, metavar="P", help="per million input tokens (any currency)")
     plan.add_argument("--output-price", type=price, metavar="P", help="per million output tokens")
     plan.add_argument("--batch-input-price", type=price, metavar="P", help="in a batch (default: half --input-price)")
-    plan.add_argument("--batch-output-price", type=price, metavar="P",
-                      help="in a batch (default: half --output-price)")
-    plan.add_argument("--chars", action="store_true",
-                      help="estimate input tokens from characters instead of asking the endpoint's count_tokens")
+    plan.add_argument("--batch-output-price", type=price, metavar="P", help="in a batch (default: half --output-price)")
+    plan.add_argument(
+        "--chars",
+        action="store_true",
+        help="estimate input tokens from characters instead of asking the endpoint's count_tokens",
+    )
     plan.set_defaults(handler=cmd_plan)
-

@@ -13,15 +13,15 @@ import contextlib
 import importlib
 import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from ..errors import InputError
-from ..messages import Message, content_text
+from ..messages import Message, content_text, measure
 from ..models.client import ModelError, Usage, usage_of
 from ..records.schema import CompactionEvent
-from ..messages import measure
 from .seed import CompactionSettings, TranscriptTooLarge
 
 # (messages, client, output_stream, context_limit, settings, events) -> messages
@@ -73,40 +73,60 @@ def custom_compaction(name: str, function: Callable, contextual: bool) -> Strate
     place of the folded ones is its summary, whatever wording it uses; its model calls are metered.
     `contextual`: the function takes `(messages, context)`; otherwise the seed's signature
     `(messages, client, output_stream, context_limit)`. Any exception it raises fails the case."""
+
     def strategy(messages, client, output_stream, context_limit, settings, events):
         metered = Metered(client)
         try:
-            result = (function(list(messages), StrategyContext(metered, settings, context_limit, output_stream))
-                      if contextual else function(list(messages), metered, output_stream, context_limit))
+            result = (
+                function(list(messages), StrategyContext(metered, settings, context_limit, output_stream))
+                if contextual
+                else function(list(messages), metered, output_stream, context_limit)
+            )
         except RECORDED_BY_CALLER:
             raise
         except Exception as exc:
             raise StrategyError(f"strategy {name} raised {type(exc).__name__}: {exc}") from exc
-        if not isinstance(result, list) or not all(isinstance(m, dict) and "role" in m and "content" in m
-                                                   for m in result):
+        if not isinstance(result, list) or not all(
+            isinstance(m, dict) and "role" in m and "content" in m for m in result
+        ):
             raise StrategyError(f"strategy {name} returned {type(result).__name__}, not a list of messages")
         kept = 0  # how many trailing messages survived verbatim
         while kept < min(len(messages), len(result)) and result[-1 - kept] == messages[-1 - kept]:
             kept += 1
         if kept < len(messages) or len(result) != len(messages):
-            new = result[:len(result) - kept]  # what now stands where the folded messages were
+            new = result[: len(result) - kept]  # what now stands where the folded messages were
             text = "\n".join(t for t in (content_text(m["content"]) for m in new) if t.strip())
             spent = metered.usage
-            events.append(CompactionEvent(
-                name, len(messages) - kept, measure(messages, client, settings.unit),
-                measure(result, client, settings.unit), settings.unit, summary=text or None,
-                input_tokens=spent.input_tokens, output_tokens=spent.output_tokens,
-                cache_read_tokens=spent.cache_read_tokens, latency_s=spent.latency_s,
-                cached=metered.requests > 0 and spent.cached, chunks=metered.requests, replaced_with=len(new),
-                capped=metered.capped if metered.requests else None))
+            events.append(
+                CompactionEvent(
+                    name,
+                    len(messages) - kept,
+                    measure(messages, client, settings.unit),
+                    measure(result, client, settings.unit),
+                    settings.unit,
+                    summary=text or None,
+                    input_tokens=spent.input_tokens,
+                    output_tokens=spent.output_tokens,
+                    cache_read_tokens=spent.cache_read_tokens,
+                    latency_s=spent.latency_s,
+                    cached=metered.requests > 0 and spent.cached,
+                    chunks=metered.requests,
+                    replaced_with=len(new),
+                    capped=metered.capped if metered.requests else None,
+                )
+            )
         return result
+
     return strategy
 
 
 def is_contextual(function: Callable) -> bool:
     """Whether a compaction function takes `(messages, context)` rather than the seed's four arguments."""
-    required = [p for p in inspect.signature(function).parameters.values()
-                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [
+        p
+        for p in inspect.signature(function).parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     return len(required) == 2
 
 
@@ -127,14 +147,20 @@ def import_strategy(name: str, origin: Path, line: int | None, field: str) -> Ca
     except (ImportError, AttributeError) as exc:
         raise InputError(origin, f"cannot import strategy {name!r}: {exc}", line, field) from None
     except Exception as exc:  # a syntax error or a failure inside the user's module
-        raise InputError(origin, f"importing strategy {name!r} failed: {type(exc).__name__}: {exc}",
-                         line, field) from None
+        raise InputError(
+            origin, f"importing strategy {name!r} failed: {type(exc).__name__}: {exc}", line, field
+        ) from None
     if not callable(function):
         raise InputError(origin, f"strategy {name!r} is not a function", line, field)
     try:
         inspect.signature(function).bind(*(CONTEXT_PARAMETERS if is_contextual(function) else SEED_PARAMETERS))
     except (TypeError, ValueError) as exc:
-        raise InputError(origin, f"strategy {name!r} is not a compaction function ({exc}): it must take "
-                                 f"({', '.join(CONTEXT_PARAMETERS)}) or ({', '.join(SEED_PARAMETERS)}) and return "
-                                 "the new messages", line, field) from None
+        raise InputError(
+            origin,
+            f"strategy {name!r} is not a compaction function ({exc}): it must take "
+            f"({', '.join(CONTEXT_PARAMETERS)}) or ({', '.join(SEED_PARAMETERS)}) and return "
+            "the new messages",
+            line,
+            field,
+        ) from None
     return function

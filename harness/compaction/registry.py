@@ -4,8 +4,8 @@ on (a budget, a summary prompt, the history at all). The runner plans cases by i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .custom import Strategy, custom_compaction, is_contextual
 from .seed import compact, recorded, truncate
@@ -29,29 +29,48 @@ class StrategySpec:
     needs_tokens: bool = False  # its budget is an input-token trigger: the eval's unit must be tokens
 
 
-STRATEGIES = {spec.name: spec for spec in (
-    StrategySpec("summary", compact, uses_budget=True, uses_prompt=True),
-    StrategySpec("truncate", truncate, uses_budget=True, uses_prompt=False),
-    # An imported log's own compactions, at its own cut points: no budget, no prompt, no model call.
-    # Old tool results emptied in place, no model call (see tool_results).
-    StrategySpec("mask-observations", mask_observations, uses_budget=True, uses_prompt=False),
-    StrategySpec("clear-tool-results", clear_tool_results, uses_budget=True, uses_prompt=False),
-    # Anthropic's server-side compaction and context editing (see server).
-    StrategySpec("anthropic-compact", anthropic_compact, uses_budget=True, uses_prompt=True, needs_claude=True),
-    StrategySpec("anthropic-compact-default", anthropic_compact, uses_budget=True, uses_prompt=False,
-                 needs_claude=True),
-    StrategySpec("anthropic-auto-compact", anthropic_auto_compact, uses_budget=True, uses_prompt=False,
-                 needs_claude=True, needs_tokens=True),
-    StrategySpec("anthropic-context-editing", anthropic_context_editing, uses_budget=True, uses_prompt=False,
-                 needs_claude=True),
-    StrategySpec("recorded", recorded, uses_budget=False, uses_prompt=False, needs_recorded=True),
-    StrategySpec("none", None, uses_budget=False, uses_prompt=False),
-    StrategySpec("no-history", None, uses_budget=False, uses_prompt=False, uses_history=False),
-)}
+STRATEGIES = {
+    spec.name: spec
+    for spec in (
+        StrategySpec("summary", compact, uses_budget=True, uses_prompt=True),
+        StrategySpec("truncate", truncate, uses_budget=True, uses_prompt=False),
+        # An imported log's own compactions, at its own cut points: no budget, no prompt, no model call.
+        # Old tool results emptied in place, no model call (see tool_results).
+        StrategySpec("mask-observations", mask_observations, uses_budget=True, uses_prompt=False),
+        StrategySpec("clear-tool-results", clear_tool_results, uses_budget=True, uses_prompt=False),
+        # Anthropic's server-side compaction and context editing (see server).
+        StrategySpec("anthropic-compact", anthropic_compact, uses_budget=True, uses_prompt=True, needs_claude=True),
+        StrategySpec(
+            "anthropic-compact-default", anthropic_compact, uses_budget=True, uses_prompt=False, needs_claude=True
+        ),
+        StrategySpec(
+            "anthropic-auto-compact",
+            anthropic_auto_compact,
+            uses_budget=True,
+            uses_prompt=False,
+            needs_claude=True,
+            needs_tokens=True,
+        ),
+        StrategySpec(
+            "anthropic-context-editing",
+            anthropic_context_editing,
+            uses_budget=True,
+            uses_prompt=False,
+            needs_claude=True,
+        ),
+        StrategySpec("recorded", recorded, uses_budget=False, uses_prompt=False, needs_recorded=True),
+        StrategySpec("none", None, uses_budget=False, uses_prompt=False),
+        StrategySpec("no-history", None, uses_budget=False, uses_prompt=False, uses_history=False),
+    )
+}
 
 
 def custom_strategy(name: str, function: Callable) -> StrategySpec:
     """A user's `module:function`: compacts at every budget; it sweeps the eval's summary prompts
     (receiving each as `context.settings.summary_prompt`) when it declares `uses_prompt = True`."""
-    return StrategySpec(name, custom_compaction(name, function, is_contextual(function)), uses_budget=True,
-                        uses_prompt=bool(getattr(function, "uses_prompt", False)))
+    return StrategySpec(
+        name,
+        custom_compaction(name, function, is_contextual(function)),
+        uses_budget=True,
+        uses_prompt=bool(getattr(function, "uses_prompt", False)),
+    )

@@ -52,8 +52,9 @@ class TranscriptTooLarge(Exception):
     """One exchange alone is longer than the transcript limit: it cannot be summarised."""
 
 
-def split_point(messages: list[Message], size: int, context_limit: int | None,
-                settings: CompactionSettings) -> int | None:
+def split_point(
+    messages: list[Message], size: int, context_limit: int | None, settings: CompactionSettings
+) -> int | None:
     """Where to cut, or None when the history fits or everything in it is recent (see `cut`)."""
     if settings.cut == "recorded":
         return len(messages) if settings.recorded_summary is not None and messages else None
@@ -66,8 +67,9 @@ def split_point(messages: list[Message], size: int, context_limit: int | None,
     return split or None
 
 
-def cut_at(messages: list[Message], client: Any, context_limit: int | None,
-           settings: CompactionSettings) -> tuple[int, int | None]:
+def cut_at(
+    messages: list[Message], client: Any, context_limit: int | None, settings: CompactionSettings
+) -> tuple[int, int | None]:
     """The history's size in the budget's unit, and where to cut it (`split_point`; None: leave it)."""
     size = measure(messages, client, settings.unit)
     return size, split_point(messages, size, context_limit, settings)
@@ -79,8 +81,11 @@ def fold(summary: str, messages: list[Message], split: int) -> list[Message]:
     not when the agent's step or model call comes next (inside a tool loop)."""
     kept = messages[split:]
     user_next = kept[0]["role"] == "user" if kept else messages[-1]["role"] == "assistant"
-    return ([{"role": "user", "content": f"{SUMMARY_PREFIX}{summary}]"}]
-            + ([{"role": "assistant", "content": ACKNOWLEDGEMENT}] if user_next else []) + kept)
+    return (
+        [{"role": "user", "content": f"{SUMMARY_PREFIX}{summary}]"}]
+        + ([{"role": "assistant", "content": ACKNOWLEDGEMENT}] if user_next else [])
+        + kept
+    )
 
 
 def transcript_chunks(messages: list[Message], settings: CompactionSettings) -> list[str]:
@@ -91,15 +96,17 @@ def transcript_chunks(messages: list[Message], settings: CompactionSettings) -> 
         return ["\n".join(rendered)]
     room = settings.max_transcript_chars - 4 * settings.summary_max_tokens - len(SUMMARY_PREFIX) - 2
     if room < 200:
-        raise TranscriptTooLarge(f"summary_transcript_chars ({settings.max_transcript_chars:,}) leaves no room for a "
-                                 f"transcript beside a summary of {settings.summary_max_tokens} tokens; raise it")
+        raise TranscriptTooLarge(
+            f"summary_transcript_chars ({settings.max_transcript_chars:,}) leaves no room for a "
+            f"transcript beside a summary of {settings.summary_max_tokens} tokens; raise it"
+        )
     starts = cut_points(messages, steps=True)[1:] + [len(messages)]
     chunks, current, begin = [], "", 0
     for end in starts:
         piece = "\n".join(rendered[begin:end])
         begin = end
         # A step longer than the room (a 100 KB tool output) is read in parts: a transcript is text.
-        for part in (piece[at:at + room] for at in range(0, len(piece), room)):
+        for part in (piece[at : at + room] for at in range(0, len(piece), room)):
             if current and len(current) + 1 + len(part) > room:
                 chunks.append(current)
                 current = ""
@@ -111,13 +118,21 @@ def summary_request(transcript: str, settings: CompactionSettings) -> dict[str, 
     """The system prompt and messages of one summary request, in the settings' layout."""
     if settings.layout == "system":
         return {"system": settings.summary_prompt, "messages": [{"role": "user", "content": transcript}]}
-    return {"messages": [{"role": "user", "content": (
-        f"<conversation>\n{transcript}\n</conversation>\n\n{settings.summary_prompt}")}]}
+    return {
+        "messages": [
+            {"role": "user", "content": (f"<conversation>\n{transcript}\n</conversation>\n\n{settings.summary_prompt}")}
+        ]
+    }
 
 
-def compact(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
-            settings: CompactionSettings = CompactionSettings(),
-            events: list[CompactionEvent] | None = None) -> list[Message]:
+def compact(
+    messages: list[Message],
+    client: Any,
+    output_stream: TextIO,
+    context_limit: int,
+    settings: CompactionSettings = CompactionSettings(),
+    events: list[CompactionEvent] | None = None,
+) -> list[Message]:
     """The seed's compaction: fold old exchanges into a model-written summary."""
     size_before, split = cut_at(messages, client, context_limit, settings)
     if split is None:
@@ -151,9 +166,14 @@ def compact(messages: list[Message], client: Any, output_stream: TextIO, context
     return messages
 
 
-def truncate(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
-             settings: CompactionSettings = CompactionSettings(),
-             events: list[CompactionEvent] | None = None) -> list[Message]:
+def truncate(
+    messages: list[Message],
+    client: Any,
+    output_stream: TextIO,
+    context_limit: int,
+    settings: CompactionSettings = CompactionSettings(),
+    events: list[CompactionEvent] | None = None,
+) -> list[Message]:
     """The floor: drop old exchanges outright, with no summary."""
     size_before, split = cut_at(messages, client, context_limit, settings)
     if split is None:
@@ -163,14 +183,20 @@ def truncate(messages: list[Message], client: Any, output_stream: TextIO, contex
         kept = [{"role": "user", "content": DROPPED}] + kept
     output_stream.write(f"[compact] dropped {split} messages\n")
     if events is not None:
-        events.append(CompactionEvent("truncate", split, size_before,
-                                      measure(kept, client, settings.unit), settings.unit))
+        events.append(
+            CompactionEvent("truncate", split, size_before, measure(kept, client, settings.unit), settings.unit)
+        )
     return kept
 
 
-def recorded(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int | None,
-             settings: CompactionSettings = CompactionSettings(),
-             events: list[CompactionEvent] | None = None) -> list[Message]:
+def recorded(
+    messages: list[Message],
+    client: Any,
+    output_stream: TextIO,
+    context_limit: int | None,
+    settings: CompactionSettings = CompactionSettings(),
+    events: list[CompactionEvent] | None = None,
+) -> list[Message]:
     """An imported log's own compactions, replayed: where the logged agent compacted, its history
     becomes the summary the log holds (no model call), so that summary's retention is measured."""
     if settings.recorded_summary is None or not messages:
@@ -179,6 +205,15 @@ def recorded(messages: list[Message], client: Any, output_stream: TextIO, contex
     folded = fold(settings.recorded_summary, messages, len(messages))
     output_stream.write(f"[compact] folded {len(messages)} messages into the log's own summary\n")
     if events is not None:
-        events.append(CompactionEvent("recorded", len(messages), size_before, measure(folded, client, settings.unit),
-                                      settings.unit, summary=settings.recorded_summary, replaced_with=len(folded)))
+        events.append(
+            CompactionEvent(
+                "recorded",
+                len(messages),
+                size_before,
+                measure(folded, client, settings.unit),
+                settings.unit,
+                summary=settings.recorded_summary,
+                replaced_with=len(folded),
+            )
+        )
     return folded

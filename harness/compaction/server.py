@@ -41,14 +41,33 @@ CONTEXT_EDITING_BETA = "context-management-2025-06-27"
 
 def _event(name: str, split: int, size_before: int, settings: CompactionSettings, response: dict) -> CompactionEvent:
     spent = usage_of(response)
-    return CompactionEvent(name, split, size_before, size_before, settings.unit, input_tokens=spent.input_tokens,
-                           output_tokens=spent.output_tokens, cache_read_tokens=spent.cache_read_tokens,
-                           latency_s=spent.latency_s, cached=spent.cached, chunks=1,
-                           capped=response.get("stop_reason") == "max_tokens")
+    return CompactionEvent(
+        name,
+        split,
+        size_before,
+        size_before,
+        settings.unit,
+        input_tokens=spent.input_tokens,
+        output_tokens=spent.output_tokens,
+        cache_read_tokens=spent.cache_read_tokens,
+        latency_s=spent.latency_s,
+        cached=spent.cached,
+        chunks=1,
+        capped=response.get("stop_reason") == "max_tokens",
+    )
 
 
-def _swap(name: str, messages: list[Message], size_before: int, split: int, response: dict, client: Any,
-          settings: CompactionSettings, events: list[CompactionEvent] | None, output_stream: TextIO) -> list[Message]:
+def _swap(
+    name: str,
+    messages: list[Message],
+    size_before: int,
+    split: int,
+    response: dict,
+    client: Any,
+    settings: CompactionSettings,
+    events: list[CompactionEvent] | None,
+    output_stream: TextIO,
+) -> list[Message]:
     """The history (of `size_before`) with `messages[:split]` replaced by the returned compaction
     block, or unchanged (and why) when no summary came back."""
     event = _event(name, split, size_before, settings, response)
@@ -78,56 +97,94 @@ def _instructions(settings: CompactionSettings) -> dict[str, str]:
     return {"instructions": settings.summary_prompt} if settings.summary_prompt.strip() else {}
 
 
-def anthropic_compact(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
-                      settings: CompactionSettings, events: list[CompactionEvent] | None = None) -> list[Message]:
+def anthropic_compact(
+    messages: list[Message],
+    client: Any,
+    output_stream: TextIO,
+    context_limit: int,
+    settings: CompactionSettings,
+    events: list[CompactionEvent] | None = None,
+) -> list[Message]:
     size, split = cut_at(messages, client, context_limit, settings)
     if split is None:
         return messages
-    response = client.create(max_tokens=settings.summary_max_tokens, messages=messages[:split], betas=[COMPACT_BETA],
-                             compaction={"type": "summarize", **_instructions(settings)})
+    response = client.create(
+        max_tokens=settings.summary_max_tokens,
+        messages=messages[:split],
+        betas=[COMPACT_BETA],
+        compaction={"type": "summarize", **_instructions(settings)},
+    )
     return _swap("anthropic-compact", messages, size, split, response, client, settings, events, output_stream)
 
 
-def anthropic_auto_compact(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
-                           settings: CompactionSettings, events: list[CompactionEvent] | None = None) -> list[Message]:
+def anthropic_auto_compact(
+    messages: list[Message],
+    client: Any,
+    output_stream: TextIO,
+    context_limit: int,
+    settings: CompactionSettings,
+    events: list[CompactionEvent] | None = None,
+) -> list[Message]:
     size = measure(messages, client, "tokens") if messages else 0  # the strategy needs `unit: tokens`
     if size <= context_limit:
         return messages
-    edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": context_limit},
-            "pause_after_compaction": True, **_instructions(settings)}
-    response = client.create(max_tokens=settings.summary_max_tokens, messages=messages, betas=[AUTO_COMPACT_BETA],
-                             context_management={"edits": [edit]})
-    return _swap("anthropic-auto-compact", messages, size, len(messages), response, client, settings, events,
-                 output_stream)
+    edit = {
+        "type": "compact_20260112",
+        "trigger": {"type": "input_tokens", "value": context_limit},
+        "pause_after_compaction": True,
+        **_instructions(settings),
+    }
+    response = client.create(
+        max_tokens=settings.summary_max_tokens,
+        messages=messages,
+        betas=[AUTO_COMPACT_BETA],
+        context_management={"edits": [edit]},
+    )
+    return _swap(
+        "anthropic-auto-compact", messages, size, len(messages), response, client, settings, events, output_stream
+    )
 
 
-def anthropic_context_editing(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
-                              settings: CompactionSettings,
-                              events: list[CompactionEvent] | None = None) -> list[Message]:
+def anthropic_context_editing(
+    messages: list[Message],
+    client: Any,
+    output_stream: TextIO,
+    context_limit: int,
+    settings: CompactionSettings,
+    events: list[CompactionEvent] | None = None,
+) -> list[Message]:
     size = measure(messages, client, settings.unit) if messages else 0
     if size <= context_limit:
         return messages
     rules = settings.tool_results
     # The harness decides when (its budget, in its unit); the server clears whatever is past `keep`.
-    edit: dict[str, Any] = {"type": "clear_tool_uses_20250919",
-                            "trigger": {"type": "tool_uses", "value": rules.keep + 1},
-                            "keep": {"type": "tool_uses", "value": rules.keep}}
+    edit: dict[str, Any] = {
+        "type": "clear_tool_uses_20250919",
+        "trigger": {"type": "tool_uses", "value": rules.keep + 1},
+        "keep": {"type": "tool_uses", "value": rules.keep},
+    }
     if rules.exclude_tools:
         edit["exclude_tools"] = list(rules.exclude_tools)
     if rules.clear_tool_inputs:
-        edit["clear_tool_inputs"] = rules.clear_tool_inputs if rules.clear_tool_inputs is True \
-            else list(rules.clear_tool_inputs)
+        edit["clear_tool_inputs"] = (
+            rules.clear_tool_inputs if rules.clear_tool_inputs is True else list(rules.clear_tool_inputs)
+        )
     if rules.clear_at_least:
         edit["clear_at_least"] = {"type": "input_tokens", "value": rules.clear_at_least}
-    response = client.create(max_tokens=1, messages=messages, betas=[CONTEXT_EDITING_BETA],
-                             context_management={"edits": [edit]})
-    applied = [e for e in (response.get("context_management") or {}).get("applied_edits", [])
-               if e.get("type") == "clear_tool_uses_20250919"]
+    response = client.create(
+        max_tokens=1, messages=messages, betas=[CONTEXT_EDITING_BETA], context_management={"edits": [edit]}
+    )
+    applied = [
+        e
+        for e in (response.get("context_management") or {}).get("applied_edits", [])
+        if e.get("type") == "clear_tool_uses_20250919"
+    ]
     cleared_uses = sum(e.get("cleared_tool_uses", 0) for e in applied)
     if not cleared_uses:
         return messages
-    edited, cleared = clear_old_results(messages, rules.keep, rules.exclude_tools, rules.clear_tool_inputs,
-                                        limit=cleared_uses)
+    edited, cleared = clear_old_results(
+        messages, rules.keep, rules.exclude_tools, rules.clear_tool_inputs, limit=cleared_uses
+    )
     event = _event("anthropic-context-editing", edited_end(cleared), size, settings, response)
     event.size_after, event.replaced_with = measure(edited, client, settings.unit), event.folded_messages
     event.edited, event.cleared_input_tokens = len(cleared), sum(e.get("cleared_input_tokens", 0) for e in applied)

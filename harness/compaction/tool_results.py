@@ -17,8 +17,9 @@ the agent's words or a tool input. The event counts the results cleared (`edited
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from ..messages import Message, content_text, measure
 from ..records.schema import CompactionEvent
@@ -49,23 +50,36 @@ class ToolUse:
 
 def tool_uses(messages: list[Message]) -> list[ToolUse]:
     """The history's tool calls, oldest first, each with where its result is."""
-    results = {block["tool_use_id"]: (m, b) for m, message in enumerate(messages) if isinstance(message["content"], list)
-               for b, block in enumerate(message["content"]) if block.get("type") == "tool_result"}
-    return [ToolUse((m, b), results.get(block["id"]), block["name"])
-            for m, message in enumerate(messages) if message["role"] == "assistant" and isinstance(message["content"], list)
-            for b, block in enumerate(message["content"]) if block.get("type") == "tool_use"]
+    results = {
+        block["tool_use_id"]: (m, b)
+        for m, message in enumerate(messages)
+        if isinstance(message["content"], list)
+        for b, block in enumerate(message["content"])
+        if block.get("type") == "tool_result"
+    }
+    return [
+        ToolUse((m, b), results.get(block["id"]), block["name"])
+        for m, message in enumerate(messages)
+        if message["role"] == "assistant" and isinstance(message["content"], list)
+        for b, block in enumerate(message["content"])
+        if block.get("type") == "tool_use"
+    ]
 
 
-def clear_old_results(messages: list[Message], keep: int, exclude: tuple[str, ...] = (),
-                      clear_inputs: bool | tuple[str, ...] = False,
-                      placeholder: Callable[[str], str] = lambda text: CLEARED,
-                      clearable: Callable[[ToolUse], bool] = lambda use: True,
-                      limit: int | None = None) -> tuple[list[Message], list[ToolUse]]:
+def clear_old_results(
+    messages: list[Message],
+    keep: int,
+    exclude: tuple[str, ...] = (),
+    clear_inputs: bool | tuple[str, ...] = False,
+    placeholder: Callable[[str], str] = lambda text: CLEARED,
+    clearable: Callable[[ToolUse], bool] = lambda use: True,
+    limit: int | None = None,
+) -> tuple[list[Message], list[ToolUse]]:
     """The history with the results of all but the `keep` most recent answered tool uses replaced
     by `placeholder(old text)` (excluded tools' kept; already-cleared ones left; at most `limit`,
     oldest first), and which were cleared. Edited messages are new objects; the others are the same."""
     answered = [use for use in tool_uses(messages) if use.result_at is not None and use.name not in exclude]
-    older = answered[:max(0, len(answered) - keep)]
+    older = answered[: max(0, len(answered) - keep)]
     chosen = [use for use in older if clearable(use) and not _is_placeholder(_block(messages, use.result_at))][:limit]
     if not chosen:
         return messages, []
@@ -99,8 +113,16 @@ def edited_end(cleared: list[ToolUse]) -> int:
     return max(max(use.result_at[0], use.call_at[0]) for use in cleared) + 1
 
 
-def _in_place(name: str, edited: list[Message], cleared: list[ToolUse], size_before: int, size_after: int,
-              unit: str, events: list[CompactionEvent] | None, output_stream: TextIO) -> list[Message]:
+def _in_place(
+    name: str,
+    edited: list[Message],
+    cleared: list[ToolUse],
+    size_before: int,
+    size_after: int,
+    unit: str,
+    events: list[CompactionEvent] | None,
+    output_stream: TextIO,
+) -> list[Message]:
     end = edited_end(cleared)
     event = CompactionEvent(name, end, size_before, size_after, unit, replaced_with=end, edited=len(cleared))
     output_stream.write(f"[compact] {name}: cleared {len(cleared)} tool results\n")
@@ -109,24 +131,48 @@ def _in_place(name: str, edited: list[Message], cleared: list[ToolUse], size_bef
     return edited
 
 
-def mask_observations(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
-                      settings: Any, events: list[CompactionEvent] | None = None) -> list[Message]:
+def mask_observations(
+    messages: list[Message],
+    client: Any,
+    output_stream: TextIO,
+    context_limit: int,
+    settings: Any,
+    events: list[CompactionEvent] | None = None,
+) -> list[Message]:
     size = measure(messages, client, settings.unit)
     if size <= context_limit:
         return messages
     # A result shorter than its placeholder stays: masking it would lengthen the history.
-    edited, cleared = clear_old_results(messages, settings.tool_results.keep,
-                                        placeholder=lambda text: MASKED.format(chars=len(text)),
-                                        clearable=lambda use: len(content_text(_block(messages, use.result_at).get(
-                                            "content") or "")) > len(MASKED.format(chars=10 ** 6)))
+    edited, cleared = clear_old_results(
+        messages,
+        settings.tool_results.keep,
+        placeholder=lambda text: MASKED.format(chars=len(text)),
+        clearable=lambda use: (
+            len(content_text(_block(messages, use.result_at).get("content") or "")) > len(MASKED.format(chars=10**6))
+        ),
+    )
     if not cleared:
         return messages
-    return _in_place("mask-observations", edited, cleared, size, measure(edited, client, settings.unit),
-                     settings.unit, events, output_stream)
+    return _in_place(
+        "mask-observations",
+        edited,
+        cleared,
+        size,
+        measure(edited, client, settings.unit),
+        settings.unit,
+        events,
+        output_stream,
+    )
 
 
-def clear_tool_results(messages: list[Message], client: Any, output_stream: TextIO, context_limit: int,
-                       settings: Any, events: list[CompactionEvent] | None = None) -> list[Message]:
+def clear_tool_results(
+    messages: list[Message],
+    client: Any,
+    output_stream: TextIO,
+    context_limit: int,
+    settings: Any,
+    events: list[CompactionEvent] | None = None,
+) -> list[Message]:
     size = measure(messages, client, settings.unit)
     if size <= context_limit:
         return messages
@@ -138,4 +184,3 @@ def clear_tool_results(messages: list[Message], client: Any, output_stream: Text
     if size - size_after < rules.clear_at_least:
         return messages  # as the API's edit: nothing, unless at least clear_at_least would go
     return _in_place("clear-tool-results", edited, cleared, size, size_after, settings.unit, events, output_stream)
-

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 NO_TOOL = "answers without a tool"
 PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file", "file")
@@ -141,5 +142,8 @@ def agreement(a: Action, b: Action) -> dict[str, bool | None]:
     """Exact (same key) and relaxed (same tool; same target) agreement of two steps; the same target
     is None (n/a) when neither step called a tool."""
     neither = a.tool is None and b.tool is None  # no tool, so no target to compare: n/a
-    return {"exact": a.key == b.key, "same_tool": a.tool == b.tool,
-            "same_target": None if neither else a.target is not None and a.target == b.target}
+    return {
+        "exact": a.key == b.key,
+        "same_tool": a.tool == b.tool,
+        "same_target": None if neither else a.target is not None and a.target == b.target,
+    }

@@ -4,8 +4,9 @@ compaction at the top of every user turn (seed agent-010)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from ..compaction.custom import Strategy
 from ..compaction.seed import CompactionSettings, compact
@@ -30,8 +31,9 @@ class ToolRegistry:
         self.tools = {tool.name: tool for tool in tools}
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
-                for t in self.tools.values()]
+        return [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in self.tools.values()
+        ]
 
     def call(self, tool_use: dict[str, Any]) -> dict[str, Any]:
         """Run one tool call; a failing or unknown tool becomes an error result, not a crash."""
@@ -52,8 +54,9 @@ def _assistant_blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if block["type"] == "text" and block.get("text"):
             blocks.append({"type": "text", "text": block["text"]})
         elif block["type"] == "tool_use":
-            blocks.append({"type": "tool_use", "id": block["id"], "name": block["name"],
-                           "input": block.get("input") or {}})
+            blocks.append(
+                {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block.get("input") or {}}
+            )
     return blocks or [{"type": "text", "text": "(no reply)"}]
 
 
@@ -88,8 +91,9 @@ class Agent:
         """Run compaction: between user turns (the seed's), and with `cut: steps` before every model
         call of the tool loop too (`respond`)."""
         if self.strategy is not None:
-            self.messages = self.strategy(self.messages, self.client, self.output_stream,
-                                          self.context_limit, self.settings, self.events)
+            self.messages = self.strategy(
+                self.messages, self.client, self.output_stream, self.context_limit, self.settings, self.events
+            )
 
     def ask(self, line: str) -> str:
         """One user turn answered live: compact, append the line, run the tool loop."""
@@ -131,5 +135,15 @@ class Agent:
 
     def fork(self) -> Agent:
         """A copy with its own history, so probes never see each other."""
-        return Agent(self.client, self.tools, self.context_limit, self.strategy, self.settings,
-                     self.system, self.max_tokens, self.output_stream, list(self.messages), self.events)
+        return Agent(
+            self.client,
+            self.tools,
+            self.context_limit,
+            self.strategy,
+            self.settings,
+            self.system,
+            self.max_tokens,
+            self.output_stream,
+            list(self.messages),
+            self.events,
+        )

@@ -45,9 +45,12 @@ class Situation:
     unchanged_reads: frozenset[str] = frozenset()  # files read and not changed since
 
     def nothing_to_check(self) -> dict[str, bool]:
-        return {"breaks_constraint": not (self.forbidden_paths or self.forbidden_programs),
-                "redoes_finished": not self.finished, "repeats_failure": not self.failed,
-                "rereads": not self.unchanged_reads}
+        return {
+            "breaks_constraint": not (self.forbidden_paths or self.forbidden_programs),
+            "redoes_finished": not self.finished,
+            "repeats_failure": not self.failed,
+            "rereads": not self.unchanged_reads,
+        }
 
 
 def _command_line(arguments: dict[str, Any]) -> str | None:
@@ -73,8 +76,9 @@ def _same_attempt(tool: str, arguments: dict[str, Any], failed: tuple[str, dict[
     """The same refused edit (the same file and text), or the same command (its program and target)."""
     if tool != failed[0]:
         return False
-    return arguments == failed[1] if tool.lower() in EDIT_TOOLS else of_call(tool, arguments).key == \
-        of_call(*failed).key
+    return (
+        arguments == failed[1] if tool.lower() in EDIT_TOOLS else of_call(tool, arguments).key == of_call(*failed).key
+    )
 
 
 def situation(scenario: Scenario, facts: list[Probe], turn: int) -> Situation:
@@ -118,8 +122,14 @@ def situation(scenario: Scenario, facts: list[Probe], turn: int) -> Situation:
                 if set(plan[1]) - done_before and last_change is not None:
                     finishing.append(last_change)
                 done_before = set(plan[1])
-    return Situation(frozenset(forbidden_paths), frozenset(forbidden_programs), frozenset(finished),
-                     tuple(finishing), tuple(failed), frozenset(reads))
+    return Situation(
+        frozenset(forbidden_paths),
+        frozenset(forbidden_programs),
+        frozenset(finished),
+        tuple(finishing),
+        tuple(failed),
+        frozenset(reads),
+    )
 
 
 def check(step: Action, at: Situation) -> dict[str, bool | None]:
@@ -129,12 +139,15 @@ def check(step: Action, at: Situation) -> dict[str, bool | None]:
     line = _command_line(arguments) if tool.lower() in SHELL_TOOLS else None
     plan = plan_of(Call(tool, arguments))
     went_wrong = step.tool is not None and {
-        "breaks_constraint": bool(_changed(Call(tool, arguments, "")) & at.forbidden_paths
-                                  or ({tool.lower()} | programs(line or "")) & at.forbidden_programs),
+        "breaks_constraint": bool(
+            _changed(Call(tool, arguments, "")) & at.forbidden_paths
+            or ({tool.lower()} | programs(line or "")) & at.forbidden_programs
+        ),
         "redoes_finished": (plan is not None and any(item in plan[0] and item not in plan[1] for item in at.finished))
-                           or (tool, arguments) in at.finishing,
+        or (tool, arguments) in at.finishing,
         "repeats_failure": any(_same_attempt(tool, arguments, f) for f in at.failed),
         "rereads": _read_path(tool, arguments) in at.unchanged_reads,
     }
-    return {name: None if empty else bool(went_wrong and went_wrong[name])
-            for name, empty in at.nothing_to_check().items()}
+    return {
+        name: None if empty else bool(went_wrong and went_wrong[name]) for name, empty in at.nothing_to_check().items()
+    }

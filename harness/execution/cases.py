@@ -22,8 +22,9 @@ class Case:
 
     @property
     def id(self) -> str:
-        return "/".join(str(part) for part in (self.scenario, self.strategy, self.budget or "-",
-                                               self.prompt or "-", self.repeat))
+        return "/".join(
+            str(part) for part in (self.scenario, self.strategy, self.budget or "-", self.prompt or "-", self.repeat)
+        )
 
 
 def plan_cases(ev: Eval) -> list[Case]:
@@ -42,7 +43,7 @@ def plan_cases(ev: Eval) -> list[Case]:
                 for budget in ev.spec.budgets if strategy.uses_budget else [None]:
                     for prompt in ev.prompts if strategy.uses_prompt else [None]:
                         cases.append(Case(scenario.id, strategy.name, budget, prompt and prompt.id, repeat))
-    return cases[:ev.spec.limit]  # `limit`: the first N cases, to try an eval before paying for all of it
+    return cases[: ev.spec.limit]  # `limit`: the first N cases, to try an eval before paying for all of it
 
 
 def resolve_limit(budget: str, scripted_size: int) -> int:

@@ -14,13 +14,20 @@ from typing import TextIO
 from ..messages import measure
 from .agent import Agent, Tool, ToolRegistry
 
-_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-              ast.Div: operator.truediv, ast.Pow: operator.pow, ast.USub: operator.neg,
-              ast.Mod: operator.mod}
+_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.Mod: operator.mod,
+}
 
 
 def calculate(expression: str) -> str:
     """Arithmetic without eval(): only numbers and + - * / ** % are allowed."""
+
     def value(node: ast.AST) -> float:
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
             return node.value
@@ -29,13 +36,20 @@ def calculate(expression: str) -> str:
         if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
             return _OPERATORS[type(node.op)](value(node.operand))
         raise ValueError(f"unsupported expression: {expression!r}")
+
     return str(value(ast.parse(expression, mode="eval").body))
 
 
-CHAT_TOOLS = ToolRegistry([Tool(
-    "calculator", "Evaluate an arithmetic expression such as '12 * (3 + 4)'.",
-    {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]},
-    calculate)])
+CHAT_TOOLS = ToolRegistry(
+    [
+        Tool(
+            "calculator",
+            "Evaluate an arithmetic expression such as '12 * (3 + 4)'.",
+            {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]},
+            calculate,
+        )
+    ]
+)
 
 
 @contextlib.contextmanager
@@ -54,6 +68,7 @@ def waiting(out: TextIO, what: str):
             out.flush()
         out.write("\r" + " " * (len(what) + 2) + "\r")
         out.flush()
+
     thread = threading.Thread(target=spin, daemon=True)
     thread.start()
     try:
@@ -88,5 +103,8 @@ def chat(agent: Agent, input_stream: TextIO | None = None, show_summaries: bool 
         cut = " [cut at the token limit]" if agent.stop_reason == "max_tokens" else ""
         out.write(f"agent> {reply}{cut}\n")
         size = measure(agent.messages, agent.client, agent.settings.unit)
-        out.write(f"[history {size:,}/{agent.context_limit:,} {agent.settings.unit}]\n"
-                  if agent.context_limit else f"[history {size:,} {agent.settings.unit}]\n")
+        out.write(
+            f"[history {size:,}/{agent.context_limit:,} {agent.settings.unit}]\n"
+            if agent.context_limit
+            else f"[history {size:,} {agent.settings.unit}]\n"
+        )

@@ -3,14 +3,15 @@ compaction functions, built-in (`compaction.registry`) or the user's own `module
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..compaction.custom import import_strategy
 from ..compaction.registry import STRATEGIES, StrategySpec, custom_strategy
-from ..inputs.evalfile import EvalSource, read_eval
 from ..errors import did_you_mean
+from ..inputs.evalfile import EvalSource, read_eval
 from ..models.backends import default_summary_layout, is_local
 
 
@@ -40,29 +41,43 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
         spec.strategies += [name for name in spec.claude_strategies if name not in spec.strategies]
     for i, name in enumerate(spec.claude_strategies):
         if name not in STRATEGIES:
-            raise doc.error(("claude_strategies", i), f"unknown strategy {name!r}{did_you_mean(name, list(STRATEGIES))}")
+            raise doc.error(
+                ("claude_strategies", i), f"unknown strategy {name!r}{did_you_mean(name, list(STRATEGIES))}"
+            )
     custom = {}
     for i, name in enumerate(spec.strategies):
         if ":" in name:
             custom[name] = import_strategy(name, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
         elif name not in STRATEGIES:
-            raise doc.error(("strategies",), f"unknown strategy {name!r}: use one of {', '.join(STRATEGIES)} "
-                                             "or module:function")
-    strategies = {name: custom_strategy(name, custom[name]) if name in custom else STRATEGIES[name]
-                  for name in spec.strategies}
+            raise doc.error(
+                ("strategies",), f"unknown strategy {name!r}: use one of {', '.join(STRATEGIES)} or module:function"
+            )
+    strategies = {
+        name: custom_strategy(name, custom[name]) if name in custom else STRATEGIES[name] for name in spec.strategies
+    }
     for name, strategy in strategies.items():
-        where = ("strategies", listed.index(name)) if name in listed else \
-            ("claude_strategies", spec.claude_strategies.index(name))
+        where = (
+            ("strategies", listed.index(name))
+            if name in listed
+            else ("claude_strategies", spec.claude_strategies.index(name))
+        )
         if strategy.needs_claude and local:
-            raise doc.error(where, f"{name} needs Claude's Messages API (server-side compaction or context editing); "
-                                   f"the embedded model cannot serve it: run with --model claude-sonnet-4-5 (or "
-                                   "--base-url a server that implements it), or list it under claude_strategies")
+            raise doc.error(
+                where,
+                f"{name} needs Claude's Messages API (server-side compaction or context editing); "
+                f"the embedded model cannot serve it: run with --model claude-sonnet-4-5 (or "
+                "--base-url a server that implements it), or list it under claude_strategies",
+            )
         if strategy.needs_claude and spec.batch:
-            raise doc.error(("batch",), f"{name} sends beta requests one at a time (its block goes into the next "
-                                        "request): run it without batch mode")
+            raise doc.error(
+                ("batch",),
+                f"{name} sends beta requests one at a time (its block goes into the next "
+                "request): run it without batch mode",
+            )
         if strategy.needs_tokens and spec.unit != "tokens":
-            raise doc.error(("unit",), f"{name} sends its budget to the server as an input-token trigger: "
-                                       "set unit: tokens")
+            raise doc.error(
+                ("unit",), f"{name} sends its budget to the server as an input-token trigger: set unit: tokens"
+            )
     needs_prompt = [name for name, s in strategies.items() if s.uses_prompt and name not in custom]
     if needs_prompt and not source.prompts:
         raise doc.error(("prompts",), f"the {needs_prompt[0]} strategy needs at least one prompt file")

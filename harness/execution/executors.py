@@ -5,9 +5,10 @@ together in batch waves (`waves`), writing each finished case to the run folder 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tqdm import tqdm
 
@@ -26,13 +27,27 @@ from .waves import Waves, ordered_map
 def open_for(ev: Eval, base_url: str | None = None, slots: int = 1) -> Backend:
     """The model as a run of `ev` opens it (`base_url`: a flag's, else the eval's): its identity and
     sampling are what the response cache is keyed by."""
-    return open_model(ev.spec.model, base_url=base_url or ev.spec.base_url, temperature=ev.spec.temperature,
-                      slots=slots, sampling=ev.spec.sampling)
+    return open_model(
+        ev.spec.model,
+        base_url=base_url or ev.spec.base_url,
+        temperature=ev.spec.temperature,
+        slots=slots,
+        sampling=ev.spec.sampling,
+    )
 
 
-def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = None,
-             judge: Any = None, progress: bool = True, jobs: int = 1, batch: BatchEndpoint | None = None,
-             judge_calibration: dict | None = None) -> Path:
+def run_eval(
+    ev: Eval,
+    client: Any,
+    results_dir: Path,
+    *,
+    resume: Path | None = None,
+    judge: Any = None,
+    progress: bool = True,
+    jobs: int = 1,
+    batch: BatchEndpoint | None = None,
+    judge_calibration: dict | None = None,
+) -> Path:
     """Run every case not yet finished, `jobs` at a time, or (`batch`) all together in waves on
     the Message Batches API; return the run folder. Each case's own calls stay in order."""
     if resume and not resume.is_dir():
@@ -45,8 +60,11 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
         about.write(folder.path)  # resumable at once
         folder.write_scenarios({s.id: [turn.text() for turn in s.turns] for s in ev.scenarios})
         if not batch and (in_flight := folder.in_flight()):  # sending them again would pay twice
-            raise InputError(folder.path, f"this run has batches in flight ({', '.join(b for b, _ in in_flight)}); "
-                                          "resume it with --batch to collect them")
+            raise InputError(
+                folder.path,
+                f"this run has batches in flight ({', '.join(b for b, _ in in_flight)}); "
+                "resume it with --batch to collect them",
+            )
         done = folder.finished_cases()
         if progress:
             print(f"run folder: {folder.path}", file=sys.stderr)
@@ -57,6 +75,7 @@ def run_eval(ev: Eval, client: Any, results_dir: Path, *, resume: Path | None = 
             folder.write_case(case.id, *results)
             about.model_calls = calls_before + client.calls - calls_at_start
             about.write(folder.path)
+
         if batch:
             _run_in_waves(ev, CaseRunner(ev, client, judge), todo, write, folder, about, batch, progress, jobs)
         else:
@@ -71,8 +90,14 @@ def _run_direct(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callable,
     try:
         # Written in plan order, so two runs of one eval give files that diff line by line.
         results = ordered_map(pool, runner.run, todo, 4 * jobs)
-        for case, result in tqdm(zip(todo, results), total=len(todo), desc=ev.spec.name, unit="case",
-                                 disable=not progress, dynamic_ncols=True):
+        for case, result in tqdm(
+            zip(todo, results),
+            total=len(todo),
+            desc=ev.spec.name,
+            unit="case",
+            disable=not progress,
+            dynamic_ncols=True,
+        ):
             write(case, result)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
@@ -84,8 +109,17 @@ def in_waves(runner: CaseRunner, waves: Waves) -> None:
     runner.client.waves = waves
 
 
-def _run_in_waves(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callable, folder: RunFolder,
-                  about: Manifest, endpoint: BatchEndpoint, progress: bool, jobs: int) -> None:
+def _run_in_waves(
+    ev: Eval,
+    runner: CaseRunner,
+    todo: list[Case],
+    write: Callable,
+    folder: RunFolder,
+    about: Manifest,
+    endpoint: BatchEndpoint,
+    progress: bool,
+    jobs: int,
+) -> None:
     """Every case in passes, their requests in lock-step waves (`waves.Waves`); finished cases
     written in plan order. The wave's results are kept in the response cache, or, without one, in
     the run folder (a resumed run then sends none of them again)."""
@@ -94,8 +128,15 @@ def _run_in_waves(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callabl
         client.cache = ResponseCache(folder.path / "wave-responses.sqlite")
         if runner.judge is not None:
             runner.judge.cache = client.cache
-    waves = Waves(endpoint, folder, client.cache, workers=jobs, progress=progress, on_submitted=client.count_calls,
-                  poll_s=(ev.spec.batch_poll_seconds, max(60.0, ev.spec.batch_poll_seconds)))
+    waves = Waves(
+        endpoint,
+        folder,
+        client.cache,
+        workers=jobs,
+        progress=progress,
+        on_submitted=client.count_calls,
+        poll_s=(ev.spec.batch_poll_seconds, max(60.0, ev.spec.batch_poll_seconds)),
+    )
     in_waves(runner, waves)
     before = (about.waves or 0, list(about.batches), list(about.wave_seconds))  # they add up over resumes
 
@@ -104,23 +145,28 @@ def _run_in_waves(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callabl
         about.waves, about.batches = before[0] + report.waves, before[1] + report.batches
         about.wave_seconds = before[2] + report.seconds
         about.write(folder.path)
+
     try:
         with waves.ctrl_c:
             waves.adopt()
             report = waves.run(todo, runner.run, write, after_wave)
     except KeyboardInterrupt:
         running = [batch_id for batch_id, _ in folder.in_flight()]
-        raise KeyboardInterrupt(f"the batches in flight keep running at the provider ({', '.join(running) or 'none'}); "
-                                f"`harness run {ev.path} --batch --resume {folder.path}` collects their results "
-                                "without sending them again") from None
+        raise KeyboardInterrupt(
+            f"the batches in flight keep running at the provider ({', '.join(running) or 'none'}); "
+            f"`harness run {ev.path} --batch --resume {folder.path}` collects their results "
+            "without sending them again"
+        ) from None
     finally:
         client.waves = None
     after_wave()
     if progress:
-        print(f"batch: {plural(report.waves, 'wave')}, {plural(len(report.batches), 'batch', 'batches')}, "
-              f"{plural(report.submitted, 'request')} submitted "
-              f"({report.retried} retried, {report.adopted} collected from batches already in flight)",
-              file=sys.stderr)
+        print(
+            f"batch: {plural(report.waves, 'wave')}, {plural(len(report.batches), 'batch', 'batches')}, "
+            f"{plural(report.submitted, 'request')} submitted "
+            f"({report.retried} retried, {report.adopted} collected from batches already in flight)",
+            file=sys.stderr,
+        )
 
 
 def _resumed(folder: RunFolder, about: Manifest) -> Manifest:
@@ -131,6 +177,8 @@ def _resumed(folder: RunFolder, about: Manifest) -> Manifest:
         return about  # killed between creating its folder and writing its manifest: nothing ran
     previous = load_manifest(folder.path)
     if not previous.same_experiment(about):
-        raise InputError(folder.path, "the eval, prompts or model changed since this run started; "
-                                      "start a new run instead of resuming")
+        raise InputError(
+            folder.path,
+            "the eval, prompts or model changed since this run started; start a new run instead of resuming",
+        )
     return previous

@@ -15,7 +15,6 @@ from ..models.client import ModelError
 from ..scoring.corpus import LabelledAnswer, judge_items
 from ..scoring.matchers import Target
 
-
 JUDGE_SYSTEM = "You grade answers to questions. Reply with exactly one word: YES or NO."
 
 
@@ -26,9 +25,19 @@ class JudgeError(Exception):
 def judge_says_recalled(judge, question: str, target: Target, answer: str) -> bool:
     """Ask a judge model whether a paraphrased answer states the expected value."""
     accepted = " / ".join(target.expected.values)
-    response = judge.create(max_tokens=5, system=JUDGE_SYSTEM, messages=[{"role": "user", "content": (
-        f"Question: {question}\nCorrect answer: {accepted}\nResponse to grade: {answer}\n\n"
-        "Does the response give the correct answer? Reply YES or NO.")}])
+    response = judge.create(
+        max_tokens=5,
+        system=JUDGE_SYSTEM,
+        messages=[
+            {
+                "role": "user",
+                "content": (
+                    f"Question: {question}\nCorrect answer: {accepted}\nResponse to grade: {answer}\n\n"
+                    "Does the response give the correct answer? Reply YES or NO."
+                ),
+            }
+        ],
+    )
     reply = content_text(response.get("content", []), separator=" ")
     word = reply.strip().upper()
     if word.startswith(("YES", "NO")):
@@ -47,14 +56,20 @@ class Calibration:
     unreadable: int
 
     def lines(self) -> list[str]:
-        return [f"accepts wrong answers: {self.accepts_wrong.text()}",
-                f"rejects right answers: {self.rejects_right.text()}",
-                f"replies neither YES nor NO (left out): {self.unreadable}"]
+        return [
+            f"accepts wrong answers: {self.accepts_wrong.text()}",
+            f"rejects right answers: {self.rejects_right.text()}",
+            f"replies neither YES nor NO (left out): {self.unreadable}",
+        ]
 
     def record(self) -> dict[str, Any]:
         """For the manifest of a run judged by this judge."""
-        return {"judge": self.judge, "accepts_wrong": self.accepts_wrong.text(),
-                "rejects_right": self.rejects_right.text(), "unreadable": self.unreadable}
+        return {
+            "judge": self.judge,
+            "accepts_wrong": self.accepts_wrong.text(),
+            "rejects_right": self.rejects_right.text(),
+            "unreadable": self.unreadable,
+        }
 
 
 def calibrate(judge: Any) -> Calibration:
@@ -71,6 +86,11 @@ def calibrate(judge: Any) -> Calibration:
             except (JudgeError, ModelError):
                 unreadable += 1
         return pd.DataFrame(said, columns=["yes", "question"]).astype({"yes": bool})
+
     to_wrong, to_right = replies(wrong), replies(right)
-    return Calibration(judge.identity, rate(to_wrong["yes"], to_wrong["question"]),
-                       rate(~to_right["yes"], to_right["question"]), unreadable)
+    return Calibration(
+        judge.identity,
+        rate(to_wrong["yes"], to_wrong["question"]),
+        rate(~to_right["yes"], to_right["question"]),
+        unreadable,
+    )

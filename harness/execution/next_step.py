@@ -24,9 +24,18 @@ from .agent import Agent
 from .failures import RECORDED_ERRORS, describe_error
 
 
-def next_step(client: Any, settings: NextActionSettings, agent: Agent, full: list[Message], scenario: Scenario,
-              turn: int, retained: list[RetentionRecord], at: behaviour.Situation, row: CaseRow,
-              compaction: int) -> ActionRecord:
+def next_step(
+    client: Any,
+    settings: NextActionSettings,
+    agent: Agent,
+    full: list[Message],
+    scenario: Scenario,
+    turn: int,
+    retained: list[RetentionRecord],
+    at: behaviour.Situation,
+    row: CaseRow,
+    compaction: int,
+) -> ActionRecord:
     """The record of the case's compaction number `compaction`, before `turn`: the agent holds the
     compacted history, `full` the history as played, `retained` what the compaction's summary kept,
     `at` the situation the behaviour checks read."""
@@ -37,8 +46,9 @@ def next_step(client: Any, settings: NextActionSettings, agent: Agent, full: lis
     overrides = {} if settings.temperature is None else {"temperature": settings.temperature}
     logged = next_turn.assistant.tool_calls[0] if next_turn.assistant and next_turn.assistant.tool_calls else None
     log = next_turn.assistant and (actions.of_call(logged.tool, logged.input) if logged else actions.Action(None))
-    record = ActionRecord(**asdict(row), fact=f"cut-{turn}", compaction=compaction, before_turn=turn,
-                          log=log.key if log else None)
+    record = ActionRecord(
+        **asdict(row), fact=f"cut-{turn}", compaction=compaction, before_turn=turn, log=log.key if log else None
+    )
 
     def step(history: list[Message], sample: int) -> actions.Action:
         reply = client.create(**request, messages=history + line, sample=sample, overrides=overrides)
@@ -76,6 +86,14 @@ def next_step(client: Any, settings: NextActionSettings, agent: Agent, full: lis
     if log:
         record.matches_log, record.ceiling_matches_log = compacted.key == log.key, ceiling.key == log.key
         needed = "\n".join(strings_in(logged.input)) if logged else ""
-        record.lacked = next((f"{r.fact} ({r.expected})" for r in retained if r.retained is False and needed
-                              and any(value and value in needed for value in (r.expected or "").split(", "))), None)
+        record.lacked = next(
+            (
+                f"{r.fact} ({r.expected})"
+                for r in retained
+                if r.retained is False
+                and needed
+                and any(value and value in needed for value in (r.expected or "").split(", "))
+            ),
+            None,
+        )
     return record

@@ -8,9 +8,10 @@ import hashlib
 import inspect
 import platform
 import types
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..records.manifest import Manifest, PromptInfo
 from .evals import Eval
@@ -27,17 +28,22 @@ def _versions() -> dict[str, str]:
 
 
 def manifest(ev: Eval, client: Any, judge: Any) -> Manifest:
-    return Manifest(eval=ev.spec.model_dump(), eval_file=str(ev.path), scenarios=[s.id for s in ev.scenarios],
-                    prompts=[PromptInfo(id=p.id, path=p.path, hash=p.hash) for p in ev.prompts],
-                    control_prompt=ev.control, model=client.identity, sampling=client.sampling,
-                    judge=judge and judge.identity, versions=_versions(),
-                    strategies={name: provenance(function) for name, function in ev.custom.items()})
+    return Manifest(
+        eval=ev.spec.model_dump(),
+        eval_file=str(ev.path),
+        scenarios=[s.id for s in ev.scenarios],
+        prompts=[PromptInfo(id=p.id, path=p.path, hash=p.hash) for p in ev.prompts],
+        control_prompt=ev.control,
+        model=client.identity,
+        sampling=client.sampling,
+        judge=judge and judge.identity,
+        versions=_versions(),
+        strategies={name: provenance(function) for name, function in ev.custom.items()},
+    )
 
 
 def now() -> str:
     return dt.datetime.now().isoformat(timespec="seconds")
-
-
 
 
 def provenance(function: Callable) -> dict[str, Any]:
@@ -45,13 +51,24 @@ def provenance(function: Callable) -> dict[str, Any]:
     the versions of the installed packages the module uses."""
     module = inspect.getmodule(function)
     path = Path(getattr(module, "__file__", "") or "")
-    used = {(value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None) or "")
-            .split(".")[0] for value in vars(module).values()} if module else set()
+    used = (
+        {
+            (value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None) or "").split(
+                "."
+            )[0]
+            for value in vars(module).values()
+        }
+        if module
+        else set()
+    )
     distributions = metadata.packages_distributions()
     versions = {}
     for package in sorted(used & set(distributions)):
         for distribution in distributions[package]:
             versions[distribution] = metadata.version(distribution)
-    return {"module": module.__name__ if module else None, "path": str(path) if path.is_file() else None,
-            "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None,
-            "packages": versions}
+    return {
+        "module": module.__name__ if module else None,
+        "path": str(path) if path.is_file() else None,
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None,
+        "packages": versions,
+    }

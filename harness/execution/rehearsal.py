@@ -4,9 +4,9 @@ tokens, and, given prices, the cost of direct and of batch execution.
 The plan is a rehearsal of the real runner (`runner.CaseRunner`, the same play, probe and score
 steps, in batch waves as `waves.Waves` runs them) against a stand-in model that answers every
 request at once with as much text as the request's `max_tokens` allows, so the histories,
-summaries and compactions are as long as the real ones can be: output tokens are an upper bound. Requests the response cache already answers
-are replayed from it and cost nothing. Input tokens are counted by the endpoint's `count_tokens`
-where it has one, else estimated from characters.
+summaries and compactions are as long as the real ones can be: output tokens are an upper bound.
+Requests the response cache already answers are replayed from it and cost nothing. Input tokens are
+counted by the endpoint's `count_tokens` where it has one, else estimated from characters.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import hashlib
 import json
 import math
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from ..inputs.evalfile import Prices
 from ..models.backends import sampled
@@ -33,29 +34,64 @@ from .waves import Waves
 CHARS_PER_TOKEN = 4  # when the endpoint cannot count: a common rule of thumb for English text
 # The stand-in's words: common ones, so that any tokenizer counts about one token per word
 # (a hex digest would cost several tokens per character pair and inflate every count).
-WORDS = ("alpha", "bravo", "cedar", "delta", "ember", "fable", "grove", "harbor", "island", "jungle", "kettle",
-         "lemon", "meadow", "nickel", "orbit", "pebble")
+WORDS = (
+    "alpha",
+    "bravo",
+    "cedar",
+    "delta",
+    "ember",
+    "fable",
+    "grove",
+    "harbor",
+    "island",
+    "jungle",
+    "kettle",
+    "lemon",
+    "meadow",
+    "nickel",
+    "orbit",
+    "pebble",
+)
 
 
 def longest_reply(request: dict[str, Any]) -> dict[str, Any]:
     """The stand-in model's answer: filler as long as the request's `max_tokens` allows, its
     words chosen by a digest of what it answers, so that different histories get different
     summaries and replies (and stay different), as a real model's do."""
-    digest = hashlib.sha256(json.dumps([request.get("system"), request["messages"]], sort_keys=True,
-                                       ensure_ascii=False).encode()).hexdigest()[:8]
+    digest = hashlib.sha256(
+        json.dumps([request.get("system"), request["messages"]], sort_keys=True, ensure_ascii=False).encode()
+    ).hexdigest()[:8]
     words = " ".join(WORDS[int(digit, 16)] for digit in digest) + " "
     chars = request["max_tokens"] * CHARS_PER_TOKEN
     text = (words * (chars // len(words) + 1))[:chars]
     edits = [edit.get("type") for edit in (request.get("context_management") or {}).get("edits", [])]
     if "compaction" in request or "compact_20260112" in edits:  # a server-side compaction: its block, alone
-        return {"type": "message", "role": "assistant", "stop_reason": "compaction",
-                "content": [{"type": "compaction", "content": text, "encrypted_content": digest, "signature": digest}],
-                "usage": {"input_tokens": 0, "output_tokens": 0, "iterations": [
-                    {"type": "compaction", "input_tokens": 0, "output_tokens": request["max_tokens"],
-                     "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}]}}
-    return {"type": "message", "role": "assistant", "stop_reason": "max_tokens",
-            "content": [{"type": "text", "text": text}],
-            "usage": {"input_tokens": 0, "output_tokens": request["max_tokens"]}}
+        return {
+            "type": "message",
+            "role": "assistant",
+            "stop_reason": "compaction",
+            "content": [{"type": "compaction", "content": text, "encrypted_content": digest, "signature": digest}],
+            "usage": {
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "iterations": [
+                    {
+                        "type": "compaction",
+                        "input_tokens": 0,
+                        "output_tokens": request["max_tokens"],
+                        "cache_read_input_tokens": 0,
+                        "cache_creation_input_tokens": 0,
+                    }
+                ],
+            },
+        }
+    return {
+        "type": "message",
+        "role": "assistant",
+        "stop_reason": "max_tokens",
+        "content": [{"type": "text", "text": text}],
+        "usage": {"input_tokens": 0, "output_tokens": request["max_tokens"]},
+    }
 
 
 def compacts(request: dict[str, Any]) -> bool:
@@ -211,8 +247,9 @@ class Estimate:
     compaction: Work = Work(0, 0, 0)  # of the direct requests, those that compact (summaries, server compaction, edits)
 
 
-def estimate(ev: Eval, identity: str, sampling: dict[str, Any], cache: ResponseCache | None,
-             counter: Any = None) -> Estimate:
+def estimate(
+    ev: Eval, identity: str, sampling: dict[str, Any], cache: ResponseCache | None, counter: Any = None
+) -> Estimate:
     """Rehearse every case of the eval's plan in batch waves; see the module docstring."""
     endpoint = StandIn(counter)
     answers = Answers()
@@ -222,15 +259,23 @@ def estimate(ev: Eval, identity: str, sampling: dict[str, Any], cache: ResponseC
     in_waves(runner, waves)
     cases = plan_cases(ev)
     report = waves.run(cases, lambda case: client.play(runner, case), client.commit)
-    return Estimate(len(cases), client.cached, Work(client.calls, client.input_tokens, client.output_tokens),
-                    Work(report.submitted, endpoint.input_tokens, endpoint.output_tokens), report.waves,
-                    len(report.batches), "the endpoint's count_tokens" if endpoint.counter is not None
-                    else f"characters ({CHARS_PER_TOKEN} per token)", Work(*client.compaction))
+    return Estimate(
+        len(cases),
+        client.cached,
+        Work(client.calls, client.input_tokens, client.output_tokens),
+        Work(report.submitted, endpoint.input_tokens, endpoint.output_tokens),
+        report.waves,
+        len(report.batches),
+        "the endpoint's count_tokens" if endpoint.counter is not None else f"characters ({CHARS_PER_TOKEN} per token)",
+        Work(*client.compaction),
+    )
 
 
 def costs(estimate: Estimate, prices: Prices) -> dict[str, float]:
     """Direct and batch cost, from prices per million tokens (batch: half, unless given)."""
     batch_input = prices.input / 2 if prices.batch_input is None else prices.batch_input
     batch_output = prices.output / 2 if prices.batch_output is None else prices.batch_output
-    return {"direct": estimate.direct.cost(prices.input, prices.output),
-            "batch": estimate.batch.cost(batch_input, batch_output)}
+    return {
+        "direct": estimate.direct.cost(prices.input, prices.output),
+        "batch": estimate.batch.cost(batch_input, batch_output),
+    }

@@ -6,20 +6,28 @@ executor composes (`executors`: one case at a time, several at once, or in batch
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from ..compaction.seed import CompactionSettings
 from ..compaction.tool_results import ToolClearing
-from ..messages import Message, measure, render_message
 from ..inputs.evalfile import Prompt
 from ..inputs.probes import Probe, probes
 from ..inputs.scenario import Scenario
+from ..messages import Message, measure, render_message
 from ..models.client import Usage
-from ..records.schema import (OVERFLOWED, ActionRecord, CaseRow, CompactionEvent, CompactionRecord, ProbeRecord,
-                              RetentionRecord)
-from ..scoring.matchers import SetMatch, states, states_about
+from ..records.schema import (
+    OVERFLOWED,
+    ActionRecord,
+    CaseRow,
+    CompactionEvent,
+    CompactionRecord,
+    ProbeRecord,
+    RetentionRecord,
+)
 from ..scoring.affirmation import prohibits
+from ..scoring.matchers import SetMatch, states, states_about
 from ..scoring.verdict import verdict
 from . import behaviour
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
@@ -28,7 +36,6 @@ from .evals import Eval
 from .failures import RECORDED_ERRORS, describe_error
 from .judge import judge_says_recalled
 from .next_step import next_step
-
 
 
 @dataclass
@@ -120,22 +127,34 @@ class CaseRunner:
         prompt = self.prompts.get(case.prompt)
         clearing = spec.tool_results
         inputs = clearing.clear_tool_inputs
-        settings = CompactionSettings(prompt.text if prompt else "", spec.keep_recent, spec.summary_max_tokens,
-                                      spec.unit, spec.summary_transcript_chars, spec.summary_layout,
-                                      prompt.id if prompt else None, spec.cut, tool_results=ToolClearing(
-                                          clearing.keep, tuple(clearing.exclude_tools),
-                                          tuple(inputs) if isinstance(inputs, list) else inputs, clearing.clear_at_least))
+        settings = CompactionSettings(
+            prompt.text if prompt else "",
+            spec.keep_recent,
+            spec.summary_max_tokens,
+            spec.unit,
+            spec.summary_transcript_chars,
+            spec.summary_layout,
+            prompt.id if prompt else None,
+            spec.cut,
+            tool_results=ToolClearing(
+                clearing.keep,
+                tuple(clearing.exclude_tools),
+                tuple(inputs) if isinstance(inputs, list) else inputs,
+                clearing.clear_at_least,
+            ),
+        )
         strategy = self.ev.strategy(case.strategy).compact  # None: the history is never compacted
-        tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result))
-                              for t in scenario.tools])
+        tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result)) for t in scenario.tools])
         # Repeats are samples only at temperature > 0 (else they collapse): each gets its own
         # sampling seed and cache entries, so it is not a copy of the first.
         client = Resampled(self.client, case.repeat) if case.repeat else self.client
-        return Agent(client, tools, limit, strategy, settings,
-                     max_tokens=spec.reply_max_tokens, output_stream=io.StringIO())
+        return Agent(
+            client, tools, limit, strategy, settings, max_tokens=spec.reply_max_tokens, output_stream=io.StringIO()
+        )
 
-    def run(self, case: Case) -> tuple[list[ProbeRecord], list[CompactionRecord], list[RetentionRecord],
-                                       list[ActionRecord]]:
+    def run(
+        self, case: Case
+    ) -> tuple[list[ProbeRecord], list[CompactionRecord], list[RetentionRecord], list[ActionRecord]]:
         """The case's probe records, compaction records, retention records and next-action records."""
         played = self.play(case)
         if not self.ev.spec.probes:
@@ -144,8 +163,9 @@ class CaseRunner:
             records = [self.score(played, fact, error=played.error) for fact in self.facts[case.scenario]]
         else:
             requests = self.probe_requests(played)
-            records = [self.score(played, request.fact, *answer)
-                       for request, answer in zip(requests, self.ask_all(requests))]
+            records = [
+                self.score(played, request.fact, *answer) for request, answer in zip(requests, self.ask_all(requests))
+            ]
         return records, played.compactions, played.retention, played.actions
 
     # --- step 1: play ---------------------------------------------------------------------
@@ -155,9 +175,17 @@ class CaseRunner:
         failure is recorded on the case (`error`), and every fact's retention is then an error."""
         scenario = self.scenarios[case.scenario]
         prompt = self.prompts.get(case.prompt)
-        row = CaseRow(case=case.id, scenario=case.scenario, strategy=case.strategy, budget=case.budget,
-                      prompt=case.prompt, prompt_hash=prompt and prompt.hash, repeat=case.repeat,
-                      model=self.client.identity, unit=self.ev.spec.unit)
+        row = CaseRow(
+            case=case.id,
+            scenario=case.scenario,
+            strategy=case.strategy,
+            budget=case.budget,
+            prompt=case.prompt,
+            prompt_hash=prompt and prompt.hash,
+            repeat=case.repeat,
+            model=self.client.identity,
+            unit=self.ev.spec.unit,
+        )
         played = PlayedCase(case, row, None, None, [], [])
         asked_before = {f.probe_at: [] for f in self.facts[case.scenario]}
         for fact in self.facts[case.scenario]:
@@ -182,8 +210,11 @@ class CaseRunner:
                         reply = agent.respond()
                         # The ceiling's history gets the live reply as played (its last text, if a
                         # compaction inside the loop moved the messages).
-                        live = agent.messages[before:] if agent.messages[before - 1] is played.starts[-1] else \
-                            [{"role": "assistant", "content": [{"type": "text", "text": reply or "(no reply)"}]}]
+                        live = (
+                            agent.messages[before:]
+                            if agent.messages[before - 1] is played.starts[-1]
+                            else [{"role": "assistant", "content": [{"type": "text", "text": reply or "(no reply)"}]}]
+                        )
                         played.full += [played.starts[-1], *live]
                     else:
                         added = turn.messages(index)
@@ -196,8 +227,11 @@ class CaseRunner:
                 self._compact(agent, len(scenario.turns), played, scenario)
         except RECORDED_ERRORS as exc:
             played.error = describe_error(exc)
-            played.retention = [RetentionRecord(**asdict(row), fact=f.fact_id, kind=f.kind, retained=None,
-                                                error=played.error) for f in self.facts[case.scenario] if f.values]
+            played.retention = [
+                RetentionRecord(**asdict(row), fact=f.fact_id, kind=f.kind, retained=None, error=played.error)
+                for f in self.facts[case.scenario]
+                if f.values
+            ]
             return played
         played.agent = agent
         return played
@@ -211,15 +245,27 @@ class CaseRunner:
                 left = "\n".join(map(render_message, agent.messages))
             else:
                 verbatim_from, left = first_verbatim_turn(agent.messages, played.starts[:turn]), event.summary
-            played.compactions.append(CompactionRecord(**asdict(played.row), before_turn=turn,
-                                                       first_verbatim_turn=verbatim_from, event=event))
+            played.compactions.append(
+                CompactionRecord(**asdict(played.row), before_turn=turn, first_verbatim_turn=verbatim_from, event=event)
+            )
             if event.folded_messages:
                 retained = self._retention(event, left, len(played.compactions) - 1, turn, verbatim_from, played.row)
                 played.retention += retained
                 if self.ev.spec.next_action.enabled and turn < len(scenario.turns):
-                    played.actions.append(next_step(self.client, self.ev.spec.next_action, agent, played.full, scenario,
-                                                    turn, retained, self._situation(scenario, turn), played.row,
-                                                    len(played.compactions) - 1))
+                    played.actions.append(
+                        next_step(
+                            self.client,
+                            self.ev.spec.next_action,
+                            agent,
+                            played.full,
+                            scenario,
+                            turn,
+                            retained,
+                            self._situation(scenario, turn),
+                            played.row,
+                            len(played.compactions) - 1,
+                        )
+                    )
 
     def _situation(self, scenario: Scenario, turn: int) -> behaviour.Situation:
         """What the behaviour checks know before `turn`: the same for every case of the scenario."""
@@ -227,8 +273,9 @@ class CaseRunner:
             self._situations[scenario.id, turn] = behaviour.situation(scenario, self.every_fact[scenario.id], turn)
         return self._situations[scenario.id, turn]
 
-    def _retention(self, event: CompactionEvent, left: str | None, index: int, turn: int, verbatim_from: int,
-                   row: CaseRow) -> list[RetentionRecord]:
+    def _retention(
+        self, event: CompactionEvent, left: str | None, index: int, turn: int, verbatim_from: int, row: CaseRow
+    ) -> list[RetentionRecord]:
         """For each probed fact folded so far: does what this compaction left of its turns (the
         summary; after an in-place edit, the whole history) state the value the fact had at this
         point (of its subject)? Dropped without a summary (truncate): not retained; replaced by
@@ -243,8 +290,12 @@ class CaseRunner:
             if left is not None:
                 retained = states_about(left, expected, fact.subject, self.subjects[row.scenario])
                 # A constraint the user changed: the summary that still forbids what the user lifted keeps a stale rule.
-                stale = fact.constraint and any(prohibits(left, value) for turn_of, old in fact.values
-                                                if turn_of < value_turn for value in old.values)
+                stale = fact.constraint and any(
+                    prohibits(left, value)
+                    for turn_of, old in fact.values
+                    if turn_of < value_turn
+                    for value in old.values
+                )
                 retained = retained and not stale
                 if isinstance(expected.matcher, SetMatch):
                     credit = expected.matcher.share(left, expected, within=True)
@@ -253,9 +304,21 @@ class CaseRunner:
                 retained = False if event.replaced_with == 0 else None
                 if retained is False and isinstance(expected.matcher, SetMatch):
                     credit, missing = 0.0, list(expected.items)
-            records.append(RetentionRecord(**asdict(row), compaction=index, before_turn=turn, fact=fact.fact_id,
-                                           kind=fact.kind, value_turn=value_turn, expected=expected.answer,
-                                           retained=retained, credit=credit, missing=missing, stale=stale))
+            records.append(
+                RetentionRecord(
+                    **asdict(row),
+                    compaction=index,
+                    before_turn=turn,
+                    fact=fact.fact_id,
+                    kind=fact.kind,
+                    value_turn=value_turn,
+                    expected=expected.answer,
+                    retained=retained,
+                    credit=credit,
+                    missing=missing,
+                    stale=stale,
+                )
+            )
         return records
 
     # --- step 2: the probe requests --------------------------------------------------------
@@ -263,8 +326,10 @@ class CaseRunner:
     def probe_requests(self, played: PlayedCase) -> list[ProbeRequest]:
         """One request per probed fact, each from its own copy of the case's history: as it stood
         when the fact is asked (`probe_at`), else at the end."""
-        return [played.early.get(fact.fact_id) or self._probe_request(played.agent, fact, played)
-                for fact in self.facts[played.case.scenario]]
+        return [
+            played.early.get(fact.fact_id) or self._probe_request(played.agent, fact, played)
+            for fact in self.facts[played.case.scenario]
+        ]
 
     def _probe_request(self, agent: Agent, fact: Probe, played: PlayedCase) -> ProbeRequest:
         fork = agent.fork()
@@ -285,17 +350,32 @@ class CaseRunner:
 
     # --- step 3: score --------------------------------------------------------------------
 
-    def score(self, played: PlayedCase, fact: Probe, answer: str | None = None, error: str | None = None,
-              usage: Usage = Usage()) -> ProbeRecord:
+    def score(
+        self,
+        played: PlayedCase,
+        fact: Probe,
+        answer: str | None = None,
+        error: str | None = None,
+        usage: Usage = Usage(),
+    ) -> ProbeRecord:
         """The probe record of one answer (or of the error that replaced it): where the fact was
         at probe time, the verdict, and the judge's word on a `forgot`."""
         expected = fact.target.expected
         error = error or played.error
-        record = ProbeRecord(**asdict(played.row), fact=fact.fact_id, kind=fact.kind, question=fact.question,
-                             planted_turn=fact.planted_turn,
-                             changed_turn=fact.changed_turn, superseded=fact.changed_turn != fact.planted_turn,
-                             literal=fact.literal, constraint=fact.constraint, expected=expected and expected.answer,
-                             verdict="overflow" if error and error.startswith(OVERFLOWED) else "error", error=error)
+        record = ProbeRecord(
+            **asdict(played.row),
+            fact=fact.fact_id,
+            kind=fact.kind,
+            question=fact.question,
+            planted_turn=fact.planted_turn,
+            changed_turn=fact.changed_turn,
+            superseded=fact.changed_turn != fact.planted_turn,
+            literal=fact.literal,
+            constraint=fact.constraint,
+            expected=expected and expected.answer,
+            verdict="overflow" if error and error.startswith(OVERFLOWED) else "error",
+            error=error,
+        )
         if played.error:
             return record
         record.limit = played.limit
@@ -308,7 +388,11 @@ class CaseRunner:
         for item in record.items or []:
             item["named"] = expected.matcher.names(answer, item["item"], within=False)
         record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
-        record.cache_read_tokens, record.latency_s, record.cached = usage.cache_read_tokens, usage.latency_s, usage.cached
+        record.cache_read_tokens, record.latency_s, record.cached = (
+            usage.cache_read_tokens,
+            usage.latency_s,
+            usage.cached,
+        )
         record.tool_calls_from_text = usage.tool_calls_from_text
         if self.judge is not None and record.verdict == "forgot" and expected is not None:
             try:
@@ -330,19 +414,25 @@ class CaseRunner:
         history, compacted, turns = played.when_asked(fact)
         compactions = played.compactions[:compacted]
         summaries = [c.event.summary for c in compactions if c.event.summary is not None]
-        record.compactions = sum(1 for c in compactions
-                                 if c.event.folded_messages and c.first_verbatim_turn > fact.changed_turn)
+        record.compactions = sum(
+            1 for c in compactions if c.event.folded_messages and c.first_verbatim_turn > fact.changed_turn
+        )
         record.in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
         folds = [c for c in compactions if c.event.folded_messages]
-        unidentified = bool(folds) and folds[-1].event.summary is None and folds[-1].event.replaced_with > 0 \
+        unidentified = (
+            bool(folds)
+            and folds[-1].event.summary is None
+            and folds[-1].event.replaced_with > 0
             and not folds[-1].event.edited
+        )
         starts = played.starts[:turns]
         first = next((i for i, m in enumerate(history) if m in starts), len(history))
         verbatim = "\n".join(map(render_message, history[first:]))  # what follows the summary, as played
         seen_again = expected is not None and states(verbatim, expected, within=True)
         # After an in-place edit every turn's opening is still there: the edit's own count says which changed.
-        verbatim_from = folds[-1].first_verbatim_turn if folds and folds[-1].event.edited else \
-            first_verbatim_turn(history, starts)
+        verbatim_from = (
+            folds[-1].first_verbatim_turn if folds and folds[-1].event.edited else first_verbatim_turn(history, starts)
+        )
         if fact.changed_turn >= verbatim_from or seen_again:
             record.location = "verbatim"
         elif unidentified:  # replaced by something with no text to check: never blame a summary unseen
@@ -351,14 +441,25 @@ class CaseRunner:
             record.location = "summary" if record.in_summary else "gone"
         if expected is not None and isinstance(expected.matcher, SetMatch):  # each item where it was
             turns_of = dict(zip(expected.items, fact.item_turns or [fact.changed_turn] * len(expected.items)))
-            record.items = [{"item": item, "location": "verbatim" if turns_of[item] >= verbatim_from
-                             or expected.matcher.names(verbatim, item) else "unknown" if unidentified
-                             else "summary" if summaries and expected.matcher.names(summaries[-1], item) else "gone"}
-                            for item in expected.items]
+            record.items = [
+                {
+                    "item": item,
+                    "location": "verbatim"
+                    if turns_of[item] >= verbatim_from or expected.matcher.names(verbatim, item)
+                    else "unknown"
+                    if unidentified
+                    else "summary"
+                    if summaries and expected.matcher.names(summaries[-1], item)
+                    else "gone",
+                }
+                for item in expected.items
+            ]
 
 
 def _returns(result: str):
     """A scenario tool called live: whatever the arguments, it returns its scripted result."""
+
     def run(**arguments: Any) -> str:
         return result
+
     return run

@@ -26,9 +26,10 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, NoReturn, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 from tqdm import tqdm
 
@@ -127,9 +128,18 @@ class Waves:
     """Runs cases in passes and their requests in waves (see the module docstring). A client in a
     wave asks `answer`; a case sends its probes through `gather`; `run` drives everything."""
 
-    def __init__(self, endpoint: BatchEndpoint, journal: Journal, store: Store | None = None, *, workers: int = 8,
-                 max_attempts: int = MAX_ATTEMPTS, poll_s: tuple[float, float] = POLL_S, progress: bool = True,
-                 on_submitted: Callable[[int], None] = lambda n: None):
+    def __init__(
+        self,
+        endpoint: BatchEndpoint,
+        journal: Journal,
+        store: Store | None = None,
+        *,
+        workers: int = 8,
+        max_attempts: int = MAX_ATTEMPTS,
+        poll_s: tuple[float, float] = POLL_S,
+        progress: bool = True,
+        on_submitted: Callable[[int], None] = lambda n: None,
+    ):
         self.endpoint, self.journal, self.store, self.workers = endpoint, journal, store, workers
         self.max_attempts, self.poll_s, self.progress, self.on_submitted = max_attempts, poll_s, progress, on_submitted
         self.report = WaveReport()
@@ -172,19 +182,35 @@ class Waves:
 
         for batch_id, custom_ids in self.journal.in_flight():
             try:
-                wait_for(self.endpoint, [batch_id], len(custom_ids), f"re-attached {batch_id}", self.poll_s, None,
-                         self.progress, self.ctrl_c)
+                wait_for(
+                    self.endpoint,
+                    [batch_id],
+                    len(custom_ids),
+                    f"re-attached {batch_id}",
+                    self.poll_s,
+                    None,
+                    self.progress,
+                    self.ctrl_c,
+                )
                 for custom_id, outcome in self.endpoint.results(batch_id):
                     self.report.adopted += outcome.kind == "succeeded"
                     self._settle(custom_id, outcome)
                 self.report.batches.append(batch_id)
             except anthropic.APIError as exc:  # deleted, or its results expired (29 days)
-                print(f"warning: the results of batch {batch_id} cannot be collected ({api_problem(exc)}); its "
-                      f"{plural(len(custom_ids), 'request')} submitted again", file=sys.stderr)
+                print(
+                    f"warning: the results of batch {batch_id} cannot be collected ({api_problem(exc)}); its "
+                    f"{plural(len(custom_ids), 'request')} submitted again",
+                    file=sys.stderr,
+                )
             self.journal.collected(batch_id)
 
-    def run(self, cases: list[Item], play: Callable[[Item], Result], finished: Callable[[Item, Result], None],
-            after_wave: Callable[[], None] = lambda: None) -> WaveReport:
+    def run(
+        self,
+        cases: list[Item],
+        play: Callable[[Item], Result],
+        finished: Callable[[Item, Result], None],
+        after_wave: Callable[[], None] = lambda: None,
+    ) -> WaveReport:
         """Play every case in passes until all have finished; `finished` gets each case's result in
         the order of `cases`; `after_wave` runs after each wave."""
         unfinished = list(range(len(cases)))
@@ -194,9 +220,15 @@ class Waves:
             while unfinished:
                 deferred = []
                 outcomes = ordered_map(pool, lambda i: _attempt(play, cases[i]), unfinished, 4 * self.workers)
-                for index, (done, result) in tqdm(zip(unfinished, outcomes), total=len(unfinished), unit="case",
-                                                  desc=f"pass {self.report.waves + 1}", disable=not self.progress,
-                                                  leave=False, file=sys.stderr):
+                for index, (done, result) in tqdm(
+                    zip(unfinished, outcomes),
+                    total=len(unfinished),
+                    unit="case",
+                    desc=f"pass {self.report.waves + 1}",
+                    disable=not self.progress,
+                    leave=False,
+                    file=sys.stderr,
+                ):
                     self.ctrl_c.check()
                     if not done:
                         deferred.append(index)
@@ -224,8 +256,16 @@ class Waves:
         submitted, rejected = self._submit()
         if submitted:
             typical = sum(self.report.seconds) / len(self.report.seconds) if self.report.seconds else None
-            wait_for(self.endpoint, submitted, requests - len(rejected), f"wave {self.report.waves}", self.poll_s,
-                     typical, self.progress, self.ctrl_c)
+            wait_for(
+                self.endpoint,
+                submitted,
+                requests - len(rejected),
+                f"wave {self.report.waves}",
+                self.poll_s,
+                typical,
+                self.progress,
+                self.ctrl_c,
+            )
         retried_before = self.report.retried
         answered = set()
         for batch_id in submitted:
@@ -235,15 +275,20 @@ class Waves:
             self.journal.collected(batch_id)
         for entry in self.pending.entries():  # whatever a batch did not answer is an error
             if entry["custom_id"] not in answered:
-                self._settle(entry["custom_id"], rejected.get(entry["custom_id"])
-                             or Outcome("missing", reason="no result in its batch"))
+                self._settle(
+                    entry["custom_id"],
+                    rejected.get(entry["custom_id"]) or Outcome("missing", reason="no result in its batch"),
+                )
         self.pending.clear()
         self.report.seconds.append(round(time.monotonic() - started, 3))
         if self.progress:
             again = self.report.retried - retried_before
-            print(f"wave {self.report.waves}: {plural(requests, 'request')} in {plural(len(submitted), 'batch', 'batches')} "
-                  f"{' '.join(submitted)}, "
-                  f"{self.report.seconds[-1]:.0f}s" + (f"; {again} to submit again" if again else ""), file=sys.stderr)
+            print(
+                f"wave {self.report.waves}: {plural(requests, 'request')} in "
+                f"{plural(len(submitted), 'batch', 'batches')} {' '.join(submitted)}, "
+                f"{self.report.seconds[-1]:.0f}s" + (f"; {again} to submit again" if again else ""),
+                file=sys.stderr,
+            )
 
     def _submit(self) -> tuple[list[str], dict[str, Outcome]]:
         """Submit the pending requests in batches within the limits, journaling each id as soon as
@@ -296,8 +341,9 @@ def _attempt(play: Callable[[Item], Result], case: Item) -> tuple[bool, Result |
         return False, None
 
 
-def ordered_map(pool: ThreadPoolExecutor, function: Callable[[Item], Result], items: list[Item],
-                 window: int) -> Iterator[Result]:
+def ordered_map(
+    pool: ThreadPoolExecutor, function: Callable[[Item], Result], items: list[Item], window: int
+) -> Iterator[Result]:
     """`pool.map`, but with at most `window` items in flight, so a pass over many cases holds only
     a window of them (and their results) at a time."""
     queue: deque[Future] = deque()

@@ -28,8 +28,7 @@ def _budget(value: Any) -> str:
         return text
     if re.fullmatch(r"\d+(\.\d+)?%", text) and 0 < float(text[:-1]) <= 100:
         return text
-    raise ValueError(f"a budget is a positive number of units (1200) or a percentage up to 100 ('40%'), "
-                     f"not {value!r}")
+    raise ValueError(f"a budget is a positive number of units (1200) or a percentage up to 100 ('40%'), not {value!r}")
 
 
 Budget = Annotated[str, BeforeValidator(_budget)]
@@ -45,8 +44,11 @@ def _strategy_name(name: str) -> str:
 class ProbeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_tokens: StrictInt = Field(default=96, ge=1, description="Token limit of each probe answer.")
-    sample: StrictInt | None = Field(default=None, ge=1, description="Probe a random sample of this many facts "
-                                                               "per scenario (the same sample in every case).")
+    sample: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        description="Probe a random sample of this many facts per scenario (the same sample in every case).",
+    )
     seed: StrictInt = Field(default=0, description="Which sample `sample` draws.")
 
 
@@ -58,18 +60,34 @@ class GateSettings(BaseModel):
     alpha: StrictFloat = Field(default=0.05, gt=0, lt=1, description="Significance level of the paired test.")
     floor: StrictFloat = Field(default=0.0, ge=0, le=1, description="Recall under this fails outright.")
     max_kind_drop: StrictFloat = Field(
-        default=0.25, ge=0, le=1, description="Largest tolerated drop in one kind of fact's rate (the files changed, "
-                                              "the plan, ...), tested at alpha over the number of kinds.")
+        default=0.25,
+        ge=0,
+        le=1,
+        description="Largest tolerated drop in one kind of fact's rate (the files changed, "
+        "the plan, ...), tested at alpha over the number of kinds.",
+    )
     max_error_rate: StrictFloat = Field(default=0.1, ge=0, le=1, description="More errors than this: cannot judge.")
     max_summary_growth: StrictFloat = Field(
-        default=0.25, ge=0, description="Fail when the candidate's median summary is this much longer (in "
-                                        "tokens) than the baseline's: keeping facts by not compressing is no gain.")
+        default=0.25,
+        ge=0,
+        description="Fail when the candidate's median summary is this much longer (in "
+        "tokens) than the baseline's: keeping facts by not compressing is no gain.",
+    )
     max_cap_increase: StrictFloat = Field(
-        default=0.10, ge=0, le=1, description="Fail when the share of the candidate's summaries that stop at their "
-                                              "token cap (summary_max_tokens) exceeds the baseline's by more than this.")
-    power: StrictFloat = Field(default=0.8, gt=0, lt=1, description="The power at which the minimum detectable drop is "
-                                                             "computed; an eval that cannot detect `max_drop` "
-                                                             "at this power cannot pass.")
+        default=0.10,
+        ge=0,
+        le=1,
+        description="Fail when the share of the candidate's summaries that stop at their "
+        "token cap (summary_max_tokens) exceeds the baseline's by more than this.",
+    )
+    power: StrictFloat = Field(
+        default=0.8,
+        gt=0,
+        lt=1,
+        description="The power at which the minimum detectable drop is "
+        "computed; an eval that cannot detect `max_drop` "
+        "at this power cannot pass.",
+    )
 
 
 class NextActionSettings(BaseModel):
@@ -78,12 +96,19 @@ class NextActionSettings(BaseModel):
     the second sample is the noise floor), with the scenario's tools; no tool is run."""
 
     model_config = ConfigDict(extra="forbid")
-    enabled: bool = Field(default=False, description="Measure it (three more requests a cut, the ceiling's shared by "
-                                                     "every prompt and budget through the response cache).")
+    enabled: bool = Field(
+        default=False,
+        description="Measure it (three more requests a cut, the ceiling's shared by "
+        "every prompt and budget through the response cache).",
+    )
     temperature: StrictFloat | None = Field(
-        default=None, ge=0, le=2, description="Sampling temperature of these requests (default: the eval's). At 0 "
-                                              "the two ceiling samples differ only by the server's nondeterminism; "
-                                              "above it the floor is the agent's own variability.")
+        default=None,
+        ge=0,
+        le=2,
+        description="Sampling temperature of these requests (default: the eval's). At 0 "
+        "the two ceiling samples differ only by the server's nondeterminism; "
+        "above it the floor is the agent's own variability.",
+    )
     max_tokens: StrictInt = Field(default=160, ge=1, description="Token limit of each next-step reply.")
 
 
@@ -99,9 +124,11 @@ class ToolResultSettings(BaseModel):
     keep: StrictInt = Field(default=3, ge=0, description="The most recent tool uses whose results stay.")
     exclude_tools: list[str] = Field(default=[], description="Tools whose results are never cleared.")
     clear_tool_inputs: bool | list[str] = Field(
-        default=False, description="Also clear the inputs of cleared calls: true for all, or a list of tool names.")
-    clear_at_least: StrictInt = Field(default=0, ge=0, description="Clear only when at least this many units (the "
-                                                                     "eval's unit) would go.")
+        default=False, description="Also clear the inputs of cleared calls: true for all, or a list of tool names."
+    )
+    clear_at_least: StrictInt = Field(
+        default=0, ge=0, description="Clear only when at least this many units (the eval's unit) would go."
+    )
 
 
 class Prices(BaseModel):
@@ -110,10 +137,14 @@ class Prices(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: StrictFloat = Field(ge=0, description="Per million input tokens, sent one request at a time.")
     output: StrictFloat = Field(ge=0, description="Per million output tokens, sent one request at a time.")
-    batch_input: StrictFloat | None = Field(default=None, ge=0, description="Per million input tokens in a batch "
-                                                                      "(default: half of `input`, as Anthropic bills).")
-    batch_output: StrictFloat | None = Field(default=None, ge=0, description="Per million output tokens in a batch "
-                                                                       "(default: half of `output`).")
+    batch_input: StrictFloat | None = Field(
+        default=None,
+        ge=0,
+        description="Per million input tokens in a batch (default: half of `input`, as Anthropic bills).",
+    )
+    batch_output: StrictFloat | None = Field(
+        default=None, ge=0, description="Per million output tokens in a batch (default: half of `output`)."
+    )
 
 
 class EvalFile(BaseModel):
@@ -123,65 +154,101 @@ class EvalFile(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
     scenarios: list[str] = Field(min_length=1, description="Scenario files or globs.")
-    model: str = Field(default="local", description="An embedded model (qwen2.5-coder-1.5b, the default, also called "
-                                                    "local; smollm2-135m: fast, ignores summary prompts), a .gguf path, "
-                                                    "claude-..., or a name for base_url.")
+    model: str = Field(
+        default="local",
+        description="An embedded model (qwen2.5-coder-1.5b, the default, also called "
+        "local; smollm2-135m: fast, ignores summary prompts), a .gguf path, "
+        "claude-..., or a name for base_url.",
+    )
     base_url: str | None = Field(default=None, description="Another Anthropic-compatible server.")
-    budgets: list[Budget] = Field(min_length=1, description="Absolute (1200) or a share of each scenario's history ('50%').")
+    budgets: list[Budget] = Field(
+        min_length=1, description="Absolute (1200) or a share of each scenario's history ('50%')."
+    )
     unit: Literal["chars", "tokens"] = "chars"
     prompts: list[str] = Field(default=[], description="Summary prompt files (one per variant).")
     strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
-        default=["summary", "none", "no-history"], min_length=1,
-        description="summary, none, truncate, no-history, or module:function (see docs/strategies.md).")
+        default=["summary", "none", "no-history"],
+        min_length=1,
+        description="summary, none, truncate, no-history, or module:function (see docs/strategies.md).",
+    )
     claude_strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
-        default=[], description="Strategies run only when the model is not the embedded one (Claude, or a --base-url "
-                                "server): Anthropic's server-side compaction and context editing. On the embedded "
-                                "model they are skipped, and validate, plan and run say so.")
+        default=[],
+        description="Strategies run only when the model is not the embedded one (Claude, or a --base-url "
+        "server): Anthropic's server-side compaction and context editing. On the embedded "
+        "model they are skipped, and validate, plan and run say so.",
+    )
     max_turns: StrictInt | None = Field(
-        default=None, ge=1, description="Play only each scenario's first N turns; facts planted later are not "
-                                        "probed and percentage budgets are shares of what is played.")
+        default=None,
+        ge=1,
+        description="Play only each scenario's first N turns; facts planted later are not "
+        "probed and percentage budgets are shares of what is played.",
+    )
     scenario_ids: list[str] | None = Field(
-        default=None, min_length=1, description="Run only these scenarios (by id): try an eval cheaply first.")
+        default=None, min_length=1, description="Run only these scenarios (by id): try an eval cheaply first."
+    )
     prompt_ids: list[str] | None = Field(
-        default=None, min_length=1, description="Run only these summary prompts (by id, the file name without .txt).")
+        default=None, min_length=1, description="Run only these summary prompts (by id, the file name without .txt)."
+    )
     limit: StrictInt | None = Field(default=None, ge=1, description="Run only the first N cases of the plan.")
     keep_recent: StrictInt = Field(default=1, ge=0)
-    tool_results: ToolResultSettings = Field(default_factory=ToolResultSettings,
-                                             description="For strategies that clear old tool results in place.")
+    tool_results: ToolResultSettings = Field(
+        default_factory=ToolResultSettings, description="For strategies that clear old tool results in place."
+    )
     repeats: StrictInt = Field(default=1, ge=1)
     temperature: StrictFloat = Field(default=0.0, ge=0, le=2)
     summary_max_tokens: StrictInt = Field(default=512, ge=1)
     summary_transcript_chars: StrictInt | None = Field(
-        default=None, ge=1000, description="Longest transcript per summary request; longer ones fold in chunks. "
-                                           "Set it to fit the model's context window.")
+        default=None,
+        ge=1000,
+        description="Longest transcript per summary request; longer ones fold in chunks. "
+        "Set it to fit the model's context window.",
+    )
     reply_max_tokens: StrictInt = Field(default=200, ge=1, description="Token limit of live agent replies.")
     cut: Literal["turns", "steps", "recorded"] = Field(
-        default="turns", description="Where compaction may cut: turns (the seed's: only between user turns), steps "
-                                     "(also before every model call inside a tool loop, keeping the last keep_recent "
-                                     "steps), recorded (only where an imported log's agent compacted: budgets are "
-                                     "then labels only).")
+        default="turns",
+        description="Where compaction may cut: turns (the seed's: only between user turns), steps "
+        "(also before every model call inside a tool loop, keeping the last keep_recent "
+        "steps), recorded (only where an imported log's agent compacted: budgets are "
+        "then labels only).",
+    )
     summary_layout: Literal["system", "transcript-first"] | None = Field(
-        default=None, description="system: the seed's request (prompt as system, transcript as the user turn); "
-                                  "transcript-first: one user turn, the delimited transcript then the prompt. "
-                                  "Default: each embedded model's measured layout (transcript-first for both: "
-                                  "they follow summary prompts measurably better so), system elsewhere.")
+        default=None,
+        description="system: the seed's request (prompt as system, transcript as the user turn); "
+        "transcript-first: one user turn, the delimited transcript then the prompt. "
+        "Default: each embedded model's measured layout (transcript-first for both: "
+        "they follow summary prompts measurably better so), system elsewhere.",
+    )
     sampling: dict[str, float | int | bool | str] = Field(
-        default={}, description="Extra sampling settings sent with every request (for llama.cpp, e.g. "
-                                "repeat_penalty, dry_multiplier); part of the model's identity for caching and gating.")
-    probes: bool = Field(default=True, description="false: measure summary retention only, with no probe questions "
-                                                   "(several times cheaper).")
+        default={},
+        description="Extra sampling settings sent with every request (for llama.cpp, e.g. "
+        "repeat_penalty, dry_multiplier); part of the model's identity for caching and gating.",
+    )
+    probes: bool = Field(
+        default=True,
+        description="false: measure summary retention only, with no probe questions (several times cheaper).",
+    )
     control_prompt: str | None = Field(
-        default=None, description="A summary prompt that keeps nothing, run beside the others: reports show "
-                                  "prompt sensitivity, the best prompt's retention minus this one's.")
-    batch: bool = Field(default=False, description="Run on the Message Batches API, all cases together in waves "
-                                                   "(Claude, or a base_url that serves /v1/messages/batches).")
-    batch_poll_seconds: StrictFloat = Field(default=1.0, gt=0, description="First wait between two looks at a batch in "
-                                                                    "flight; it grows 1.5x a time to 60 s at most.")
+        default=None,
+        description="A summary prompt that keeps nothing, run beside the others: reports show "
+        "prompt sensitivity, the best prompt's retention minus this one's.",
+    )
+    batch: bool = Field(
+        default=False,
+        description="Run on the Message Batches API, all cases together in waves "
+        "(Claude, or a base_url that serves /v1/messages/batches).",
+    )
+    batch_poll_seconds: StrictFloat = Field(
+        default=1.0,
+        gt=0,
+        description="First wait between two looks at a batch in flight; it grows 1.5x a time to 60 s at most.",
+    )
     prices: Prices | None = Field(default=None, description="Prices per million tokens, for `harness plan`.")
     probe: ProbeSettings = ProbeSettings()
     next_action: Annotated[NextActionSettings, BeforeValidator(_next_action)] = Field(
-        default_factory=NextActionSettings, description="true, or settings: measure whether the compacted agent "
-                                                        "takes the step it would have taken (off by default).")
+        default_factory=NextActionSettings,
+        description="true, or settings: measure whether the compacted agent "
+        "takes the step it would have taken (off by default).",
+    )
     gate: GateSettings = GateSettings()
 
 
@@ -221,15 +288,17 @@ def _read_prompt(name: str, base: Path, origin: str | Path, line: int | None, fi
     try:
         text = path.read_text(encoding="utf-8").strip()
     except UnicodeDecodeError as exc:
-        raise InputError(origin, f"summary prompt file {name!r} is not UTF-8 text ({exc.reason} at byte "
-                                 f"{exc.start})", line, field) from None
+        raise InputError(
+            origin, f"summary prompt file {name!r} is not UTF-8 text ({exc.reason} at byte {exc.start})", line, field
+        ) from None
     if not text:
         raise InputError(path, "summary prompt file is empty")
     return Prompt(path.stem, text, str(path))
 
 
-def _chosen(doc: Any, field: str, noun: str, wanted: list[str] | None, existing: list[str],
-            flag: str | None) -> list[str]:
+def _chosen(
+    doc: Any, field: str, noun: str, wanted: list[str] | None, existing: list[str], flag: str | None
+) -> list[str]:
     """The ids a subset names (all when none is named); an unknown one is an error listing what
     exists, naming the flag it came from, or else the eval file's field."""
     for name in wanted or []:
@@ -239,18 +308,41 @@ def _chosen(doc: Any, field: str, noun: str, wanted: list[str] | None, existing:
     return wanted or existing
 
 
-def read_eval(path: str | Path, *, prompts: list[str] | None = None, model: str | None = None,
-              budgets: list[str] | None = None, repeats: int | None = None, probes: bool | None = None,
-              control: bool = True, scenario_ids: list[str] | None = None, prompt_ids: list[str] | None = None,
-              limit: int | None = None, batch: bool | None = None, prices: dict[str, float] | None = None) -> EvalSource:
+def read_eval(
+    path: str | Path,
+    *,
+    prompts: list[str] | None = None,
+    model: str | None = None,
+    budgets: list[str] | None = None,
+    repeats: int | None = None,
+    probes: bool | None = None,
+    control: bool = True,
+    scenario_ids: list[str] | None = None,
+    prompt_ids: list[str] | None = None,
+    limit: int | None = None,
+    batch: bool | None = None,
+    prices: dict[str, float] | None = None,
+) -> EvalSource:
     """Read and check an eval file; keyword arguments are command-line overrides. `control`: False
     leaves out the keeps-nothing control prompt (a gate's candidate run needs only the baseline's)."""
     doc = load_yaml(path)
     if not isinstance(doc.data, dict):
         raise InputError(path, "an eval is a mapping with name, scenarios and budgets", 1)
-    overrides = {k: v for k, v in dict(prompts=prompts, model=model, budgets=budgets, repeats=repeats,
-                                       probes=probes, scenario_ids=scenario_ids, prompt_ids=prompt_ids,
-                                       limit=limit, batch=batch or None).items() if v is not None}
+    overrides = {
+        k: v
+        for k, v in dict(
+            prompts=prompts,
+            model=model,
+            budgets=budgets,
+            repeats=repeats,
+            probes=probes,
+            scenario_ids=scenario_ids,
+            prompt_ids=prompt_ids,
+            limit=limit,
+            batch=batch or None,
+        ).items()
+        if v is not None
+    }
     if prices:  # flags override the file's prices one by one
         written = doc.data.get("prices")
         doc.data["prices"] = {**(written if isinstance(written, dict) else {}), **prices}
@@ -267,7 +359,7 @@ def read_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
     scenarios = [load_scenario(p) for p in scenario_paths]
     if spec.max_turns:
         # A prefix of a valid scenario is valid: facts and supersessions only look backwards.
-        scenarios = [s.model_copy(update={"turns": s.turns[:spec.max_turns]}) for s in scenarios]
+        scenarios = [s.model_copy(update={"turns": s.turns[: spec.max_turns]}) for s in scenarios]
     seen: dict[str, Path] = {}
     for p, scenario in zip(scenario_paths, scenarios):
         if scenario.id in seen:
@@ -279,16 +371,27 @@ def read_eval(path: str | Path, *, prompts: list[str] | None = None, model: str 
     if prompts is not None:  # flags: relative to where the user stands, and blamed on the flag
         loaded = [_read_prompt(p, Path.cwd(), "--prompt", None, "") for p in prompts]
     else:
-        loaded = [_read_prompt(p, base, doc.path, doc.line_of(("prompts", i)), f"prompts[{i}]")
-                  for i, p in enumerate(spec.prompts)]
-    kept = _read_prompt(spec.control_prompt, base, doc.path, doc.line_of(("control_prompt",)),
-                        "control_prompt") if control and spec.control_prompt else None
+        loaded = [
+            _read_prompt(p, base, doc.path, doc.line_of(("prompts", i)), f"prompts[{i}]")
+            for i, p in enumerate(spec.prompts)
+        ]
+    kept = (
+        _read_prompt(spec.control_prompt, base, doc.path, doc.line_of(("control_prompt",)), "control_prompt")
+        if control and spec.control_prompt
+        else None
+    )
     if kept and kept.id not in [p.id for p in loaded]:
         loaded.append(kept)
     ids = [p.id for p in loaded]
     if len(set(ids)) != len(ids):
         raise doc.error(("prompts",), "two prompt files share a name; prompts are identified by file name")
-    chosen = _chosen(doc, "prompt_ids", "prompt", spec.prompt_ids, [i for i in ids if i != (kept and kept.id)],
-                     prompt_ids and "--prompt-id")
+    chosen = _chosen(
+        doc,
+        "prompt_ids",
+        "prompt",
+        spec.prompt_ids,
+        [i for i in ids if i != (kept and kept.id)],
+        prompt_ids and "--prompt-id",
+    )
     loaded = [p for p in loaded if p.id in chosen or p.id == (kept and kept.id)]
     return EvalSource(spec, doc.path, doc, scenarios, loaded, kept and kept.id)

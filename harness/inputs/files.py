@@ -13,7 +13,6 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError, Loc, describe_error, format_loc
 
-
 MAX_FILE_BYTES = 5_000_000  # no scenario or eval is this big; refuse before parsing
 MAX_VALUES = 200_000  # YAML aliases can make a small file expand exponentially ("billion laughs")
 MAX_DEPTH = 40  # no format nests this deep; deeper input is an attack, not a scenario
@@ -48,8 +47,9 @@ class LocatedYaml:
             typos = {e["loc"][:-1] for e in errors if e["type"] == "extra_forbidden"}
             # A missing key beside an unknown one is the same typo: say it once.
             errors = [e for e in errors if not (e["type"] == "missing" and e["loc"][:-1] in typos)]
-            first, *others = [self.error(loc + tuple(e["loc"]), describe_error(e, fields_at(model, e["loc"][:-1])))
-                              for e in errors]
+            first, *others = [
+                self.error(loc + tuple(e["loc"]), describe_error(e, fields_at(model, e["loc"][:-1]))) for e in errors
+            ]
             first.others = others
             raise first from None
 
@@ -111,8 +111,9 @@ def _check_depth(text: str) -> None:
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
-                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep",
-                                                  event.start_mark)
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark
+                )
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
 
@@ -139,8 +140,11 @@ class _Builder:
         self.lines[loc] = node.start_mark.line + 1
         self.values += 1
         if self.values > MAX_VALUES:
-            raise InputError(self.path, f"invalid YAML: the document expands to more than {MAX_VALUES:,} values "
-                                        "(aliases repeating aliases?)", node.start_mark.line + 1)
+            raise InputError(
+                self.path,
+                f"invalid YAML: the document expands to more than {MAX_VALUES:,} values (aliases repeating aliases?)",
+                node.start_mark.line + 1,
+            )
         if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
             raise self.error(node, loc, f"unsupported tag {node.tag!r}")
         if isinstance(node, yaml.MappingNode):

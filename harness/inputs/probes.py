@@ -59,15 +59,41 @@ def probes(scenario: Scenario) -> list[Probe]:
         matcher = fact.matcher()
         constraint = fact.is_constraint(scenario.turns[planted].text())
         expected = fact.target_expectation(constraint) if current is fact else current.expectation(matcher, constraint)
-        target = Target(expected, tuple(v.expectation(matcher) for _, v in values[:-1]),
-                        tuple(fact.distractors), tuple(Expectation(c, matcher=matcher) for c in fact.confabulations),
-                        matcher)
+        target = Target(
+            expected,
+            tuple(v.expectation(matcher) for _, v in values[:-1]),
+            tuple(fact.distractors),
+            tuple(Expectation(c, matcher=matcher) for c in fact.confabulations),
+            matcher,
+        )
         history_values = tuple((t, v.expectation(matcher)) for t, v in values[:-1]) + (
-            ((changed, expected),) if expected else ())
+            ((changed, expected),) if expected else ()
+        )
         if fact.item_turns:  # a set that grows: its value at each planting turn is the items so far
-            history_values = tuple((turn, fact.expectation(matcher, constraint, [i for i, at in zip(
-                fact.items, fact.item_turns) if at <= turn])) for turn in sorted(set(fact.item_turns)))
+            history_values = tuple(
+                (
+                    turn,
+                    fact.expectation(
+                        matcher, constraint, [i for i, at in zip(fact.items, fact.item_turns) if at <= turn]
+                    ),
+                )
+                for turn in sorted(set(fact.item_turns))
+            )
             changed = max(fact.item_turns)
-        result.append(Probe(fact_id, fact.kind, fact.probe, planted, changed, fact.literal, target,
-                            fact.subject, history_values, constraint, fact.probe_at, tuple(fact.item_turns)))
+        result.append(
+            Probe(
+                fact_id,
+                fact.kind,
+                fact.probe,
+                planted,
+                changed,
+                fact.literal,
+                target,
+                fact.subject,
+                history_values,
+                constraint,
+                fact.probe_at,
+                tuple(fact.item_turns),
+            )
+        )
     return result

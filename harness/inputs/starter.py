@@ -19,6 +19,7 @@ from ..errors import InputError
 from .generators import chat, coding
 from .writer import write_scenarios
 
+
 # The designs of this project's own gates. evals/gate.yaml: many short conversations, each compacted
 # once; on the default embedded model it detects retention drops of about 4%. evals/agent-gate.yaml:
 # 12 coding-agent sessions compacted once inside the tool loop, about 3.7%, by kind of fact.
@@ -32,11 +33,16 @@ class StarterKind:
 STARTER_CHATS = chat.Options(scenarios=64, facts=3, filler_chars=0, seed=1)
 STARTER_SESSIONS = coding.Options(scenarios=12, steps=28, file_chars=600, seed=1)
 KINDS = {
-    "chat": StarterKind(template="compaction-gate.yaml", scenarios="generated conversations",
-                        generate=lambda: [chat.scenario(STARTER_CHATS, i) for i in range(STARTER_CHATS.scenarios)]),
-    "agent": StarterKind(template="agent-gate.yaml", scenarios="generated coding-agent sessions",
-                         generate=lambda: [coding.scenario(STARTER_SESSIONS, i)
-                                           for i in range(STARTER_SESSIONS.scenarios)]),
+    "chat": StarterKind(
+        template="compaction-gate.yaml",
+        scenarios="generated conversations",
+        generate=lambda: [chat.scenario(STARTER_CHATS, i) for i in range(STARTER_CHATS.scenarios)],
+    ),
+    "agent": StarterKind(
+        template="agent-gate.yaml",
+        scenarios="generated coding-agent sessions",
+        generate=lambda: [coding.scenario(STARTER_SESSIONS, i) for i in range(STARTER_SESSIONS.scenarios)],
+    ),
 }
 
 
@@ -52,8 +58,13 @@ def starter_files(model: str, install: str, kind: str = "chat") -> dict[str, str
     version = metadata.version("compaction-harness")
 
     def fill(text: str) -> str:
-        return (text.replace("{model}", model).replace("{version}", version).replace("{install_model}", install)
-                .replace("{scenarios}", KINDS[kind].scenarios))
+        return (
+            text.replace("{model}", model)
+            .replace("{version}", version)
+            .replace("{install_model}", install)
+            .replace("{scenarios}", KINDS[kind].scenarios)
+        )
+
     return {
         "evals/prompts/summary.txt": shipped("prompts", "seed.txt"),
         "evals/prompts/keeps-nothing.txt": shipped("prompts", "keeps-nothing.txt"),
@@ -67,12 +78,16 @@ def write_starter(root: Path, model: str, install: str, force: bool = False, kin
     """Write the starter under `root`; existing files are refused (all of them named) unless `force`."""
     files = starter_files(model, install, kind)
     scenarios = KINDS[kind].generate()
-    targets = [root / name for name in files] + [root / "scenarios" / "compaction" / f"{s['id']}.yaml"
-                                                  for s in scenarios]
+    targets = [root / name for name in files] + [
+        root / "scenarios" / "compaction" / f"{s['id']}.yaml" for s in scenarios
+    ]
     existing = [str(path) for path in targets if path.exists()]
     if existing and not force:
-        raise InputError(existing[0], f"already exists ({len(existing)} of the starter's files do); "
-                                      "nothing was written: use --force to overwrite them")
+        raise InputError(
+            existing[0],
+            f"already exists ({len(existing)} of the starter's files do); "
+            "nothing was written: use --force to overwrite them",
+        )
     written = []
     for name, text in files.items():
         path = root / name

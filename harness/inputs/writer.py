@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -20,12 +21,17 @@ from .scenario import Scenario, load_scenario
 
 def dump(data: dict[str, Any]) -> str:
     """A scenario as YAML, keys in the order the format documents them."""
-    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, allow_unicode=True,
-                     width=100)
+    return yaml.dump(
+        data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, allow_unicode=True, width=100
+    )
 
 
-def write_scenarios(scenarios: list[dict[str, Any]], out_dir: str | Path, origin: str | Path,
-                    check: Callable[[Scenario], None] = lambda scenario: None) -> list[tuple[Path, Scenario]]:
+def write_scenarios(
+    scenarios: list[dict[str, Any]],
+    out_dir: str | Path,
+    origin: str | Path,
+    check: Callable[[Scenario], None] = lambda scenario: None,
+) -> list[tuple[Path, Scenario]]:
     """Write each scenario (plain data) to `out_dir/<id>.yaml` and return the files with what they
     hold. A scenario that does not validate is a bug of whatever made it (`origin`, named in the
     error); `check` may refuse a valid one (raising). Either way nothing is written."""
@@ -38,12 +44,14 @@ def write_scenarios(scenarios: list[dict[str, Any]], out_dir: str | Path, origin
             try:
                 scenario = load_scenario(path)
             except InputError as exc:
-                raise InputError(origin, f"the scenario {data['id']!r} made from it does not validate "
-                                         f"({exc.field + ': ' if exc.field else ''}{exc.message})") from None
+                raise InputError(
+                    origin,
+                    f"the scenario {data['id']!r} made from it does not validate "
+                    f"({exc.field + ': ' if exc.field else ''}{exc.message})",
+                ) from None
             check(scenario)
             staged.append((path, scenario))
         return [(_publish(path, out_dir), scenario) for path, scenario in staged]
-
 
 
 @dataclass
@@ -55,8 +63,9 @@ class Written:
     notes: list[str]
 
 
-def write_imported(scenarios: list[dict[str, Any]], out_dir: str | Path, origins: list[str]
-                   ) -> tuple[list[Written], list[InputError]]:
+def write_imported(
+    scenarios: list[dict[str, Any]], out_dir: str | Path, origins: list[str]
+) -> tuple[list[Written], list[InputError]]:
     """Write imported scenarios one by one (`origins`: where each came from, named in its error). A
     fact that does not validate is left out with a note naming it and why; a scenario that still does
     not validate is refused (its error returned) while the others are written."""
@@ -81,8 +90,11 @@ def _validated(data: dict[str, Any], staging: Path, origin: str) -> tuple[Path, 
             return path, load_scenario(path), notes
         except InputError as exc:
             if (dropped := _drop_fact(data, exc.loc)) is None:
-                raise InputError(origin, f"the scenario {data['id']!r} made from it does not validate "
-                                         f"({exc.field + ': ' if exc.field else ''}{exc.message})") from None
+                raise InputError(
+                    origin,
+                    f"the scenario {data['id']!r} made from it does not validate "
+                    f"({exc.field + ': ' if exc.field else ''}{exc.message})",
+                ) from None
             notes.append(f"fact {dropped!r} left out: {exc.message}")
 
 

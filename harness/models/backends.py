@@ -79,7 +79,7 @@ class Backend:
         import anthropic
 
         # The SDK retries HTTP failures itself; a 200 with a broken body it does not, so we do.
-        for attempt in range(MAX_RETRIES + 1):
+        for _attempt in range(MAX_RETRIES + 1):
             with self._lock:
                 self.calls += 1
             try:
@@ -102,16 +102,25 @@ class Backend:
 
         quick = self.client.with_options(max_retries=0, timeout=CHECK_TIMEOUT)
         try:
-            problem = reply_problem(_data(quick.messages.create(
-                model=self.model, max_tokens=1, messages=[{"role": "user", "content": "Say OK."}],
-                extra_body=self.sampling or None)))
+            problem = reply_problem(
+                _data(
+                    quick.messages.create(
+                        model=self.model,
+                        max_tokens=1,
+                        messages=[{"role": "user", "content": "Say OK."}],
+                        extra_body=self.sampling or None,
+                    )
+                )
+            )
         except json.JSONDecodeError as exc:
             problem = f"the body is not valid JSON ({exc})"
         except anthropic.APIError as exc:
             problem = api_problem(exc)[:200]
         if problem:
-            raise SetupError(f"{self.client.base_url} does not answer as a Messages API for model {self.model!r}: "
-                             f"{problem}; check --base-url, the model name and that the server is running")
+            raise SetupError(
+                f"{self.client.base_url} does not answer as a Messages API for model {self.model!r}: "
+                f"{problem}; check --base-url, the model name and that the server is running"
+            )
 
     def count_tokens(self, **request: Any) -> int:
         """The endpoint's token count of a request (cached like replies: a budget in tokens measures
@@ -131,8 +140,9 @@ class Backend:
         return tokens
 
 
-def sampled(identity: str, sampling: dict[str, Any], request: dict[str, Any],
-            sample: int = 0) -> tuple[dict[str, Any], str]:
+def sampled(
+    identity: str, sampling: dict[str, Any], request: dict[str, Any], sample: int = 0
+) -> tuple[dict[str, Any], str]:
     """The sampling settings of sample `sample` of a request (its own seed where the server takes
     one) and its cache key, which is also its batch custom_id."""
     if sample and "seed" in sampling:
@@ -173,9 +183,16 @@ def default_jobs(name: str, base_url: str | None = None) -> int:
     return 1 if is_local(name, base_url) else 8
 
 
-def open_model(name: str = LOCAL, *, base_url: str | None = None, temperature: float = 0.0,
-               seed: int = 0, threads: int | None = None, slots: int = 1,
-               sampling: dict[str, Any] | None = None) -> Backend:
+def open_model(
+    name: str = LOCAL,
+    *,
+    base_url: str | None = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    threads: int | None = None,
+    slots: int = 1,
+    sampling: dict[str, Any] | None = None,
+) -> Backend:
     """Return a Backend for a model name (see the module docstring). `sampling`: extra settings
     sent with every request (and part of the cache key)."""
     backend = _open(name, base_url, temperature, seed, threads, slots)
@@ -183,25 +200,38 @@ def open_model(name: str = LOCAL, *, base_url: str | None = None, temperature: f
     return backend
 
 
-def _open(name: str, base_url: str | None, temperature: float, seed: int, threads: int | None,
-          slots: int) -> Backend:
+def _open(name: str, base_url: str | None, temperature: float, seed: int, threads: int | None, slots: int) -> Backend:
     import anthropic  # here, so that reading eval files and run folders never loads the SDK
+
     if base_url:  # often a small local model behind llama-server or Ollama: its calls written as text are read
-        client = anthropic.Anthropic(base_url=base_url, api_key=os.environ.get("ANTHROPIC_API_KEY", "none"),
-                                     timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)
+        client = anthropic.Anthropic(
+            base_url=base_url,
+            api_key=os.environ.get("ANTHROPIC_API_KEY", "none"),
+            timeout=REQUEST_TIMEOUT,
+            max_retries=MAX_RETRIES,
+        )
         return Backend(client, name, f"{base_url}#{name}", {"temperature": temperature}, reads_text_tool_calls=True)
     if name.startswith("claude"):
         if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise SetupError(f"model {name!r} needs ANTHROPIC_API_KEY set in the environment "
-                             "(or use --model local for the embedded model)")
+            raise SetupError(
+                f"model {name!r} needs ANTHROPIC_API_KEY set in the environment "
+                "(or use --model local for the embedded model)"
+            )
         client = anthropic.Anthropic(timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)
         return Backend(client, name, name, {"temperature": temperature}, prompt_caching=True)
     if not is_local(name):
-        raise SetupError(f"unknown model {name!r}: use {', '.join(MODELS)} (`harness models` lists them; "
-                         f"'local' is {catalog_model(LOCAL).name}), a .gguf path, a claude-... name, "
-                         "or give --base-url for another Anthropic-compatible server")
+        raise SetupError(
+            f"unknown model {name!r}: use {', '.join(MODELS)} (`harness models` lists them; "
+            f"'local' is {catalog_model(LOCAL).name}), a .gguf path, a claude-... name, "
+            "or give --base-url for another Anthropic-compatible server"
+        )
     weights, context = local_weights(name)
     url, key = local_server(weights, threads or os.cpu_count() or 1, slots, context)
     client = anthropic.Anthropic(base_url=url, api_key=key, timeout=REQUEST_TIMEOUT, max_retries=MAX_RETRIES)
-    return Backend(client, weights.stem, f"{weights.name}:{weights.stat().st_size}",
-                   {"temperature": temperature, "seed": seed}, reads_text_tool_calls=True)
+    return Backend(
+        client,
+        weights.stem,
+        f"{weights.name}:{weights.stat().st_size}",
+        {"temperature": temperature, "seed": seed},
+        reads_text_tool_calls=True,
+    )

@@ -12,8 +12,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from tqdm import tqdm
 
@@ -37,8 +38,10 @@ class CtrlC:
         self._previous: Any = None
 
     def __enter__(self) -> CtrlC:
-        if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        ):
             self._previous = signal.signal(signal.SIGINT, self._handle)
         return self
 
@@ -92,8 +95,10 @@ class BatchEndpoint:
             return
         except (anthropic.APIError, ValueError) as exc:  # ValueError: a body that is not JSON
             problem = api_problem(exc)[:200]
-        raise SetupError(f"--batch: {self.client.base_url} has no Message Batches API (/v1/messages/batches): "
-                         f"{problem}; run without --batch")
+        raise SetupError(
+            f"--batch: {self.client.base_url} has no Message Batches API (/v1/messages/batches): "
+            f"{problem}; run without --batch"
+        )
 
     def split(self, entries: Iterable[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         """The entries cut into batches within the request and size limits, in order."""
@@ -120,7 +125,9 @@ class BatchEndpoint:
             return self.client.messages.batches.create(requests=entries).id
         except anthropic.APIError as exc:
             verb = "the provider rejected" if isinstance(exc, anthropic.APIStatusError) else "could not submit"
-            raise BatchRejected(f"{verb} a batch of {plural(len(entries), 'request')}: {api_problem(exc)[:300]}") from None
+            raise BatchRejected(
+                f"{verb} a batch of {plural(len(entries), 'request')}: {api_problem(exc)[:300]}"
+            ) from None
 
     def status(self, batch_id: str) -> Status:
         batch = self.client.messages.batches.retrieve(batch_id)
@@ -132,34 +139,51 @@ class BatchEndpoint:
             result = line.result
             if result.type == "succeeded":
                 # As it came: whatever is not a Messages reply is found and recorded by the caller.
-                yield line.custom_id, Outcome("succeeded", result.message.model_dump(mode="json", exclude_none=True,
-                                                                                     warnings=False))
+                yield (
+                    line.custom_id,
+                    Outcome("succeeded", result.message.model_dump(mode="json", exclude_none=True, warnings=False)),
+                )
             elif result.type == "errored":
                 error = result.error.error if hasattr(result.error, "error") else result.error
-                yield line.custom_id, Outcome("errored", reason=f"{getattr(error, 'type', 'error')}: "
-                                                                f"{getattr(error, 'message', error)}")
+                yield (
+                    line.custom_id,
+                    Outcome("errored", reason=f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', error)}"),
+                )
             else:
                 yield line.custom_id, Outcome(result.type, reason=f"the request was {result.type}")
 
 
-def wait_for(endpoint: BatchEndpoint, batch_ids: list[str], requests: int, label: str,
-             poll_s: tuple[float, float], typical: float | None, progress: bool, ctrl_c: CtrlC | None = None) -> None:
+def wait_for(
+    endpoint: BatchEndpoint,
+    batch_ids: list[str],
+    requests: int,
+    label: str,
+    poll_s: tuple[float, float],
+    typical: float | None,
+    progress: bool,
+    ctrl_c: CtrlC | None = None,
+) -> None:
     """Poll the batches until all have ended, with a progress bar: requests succeeded, failed and
     waiting, the batch ids, and the time left as earlier waves (`typical` seconds) took."""
     delay, started = poll_s[0], time.monotonic()
-    with tqdm(total=requests, desc=label, unit="req", disable=not progress, dynamic_ncols=True,
-              file=sys.stderr, leave=False) as bar:
+    with tqdm(
+        total=requests, desc=label, unit="req", disable=not progress, dynamic_ncols=True, file=sys.stderr, leave=False
+    ) as bar:
         while True:
             if ctrl_c is not None:
                 ctrl_c.check()
             statuses = [endpoint.status(b) for b in batch_ids]
-            counts = {k: sum(s.counts.get(k, 0) for s in statuses)
-                      for k in ("succeeded", "errored", "expired", "canceled", "processing")}
+            counts = {
+                k: sum(s.counts.get(k, 0) for s in statuses)
+                for k in ("succeeded", "errored", "expired", "canceled", "processing")
+            }
             bar.n = requests - counts["processing"]
             failed = counts["errored"] + counts["expired"] + counts["canceled"]
             left = f"{max(0.0, typical - (time.monotonic() - started)):.0f}s" if typical else "?"
-            bar.set_postfix_str(f"ok {counts['succeeded']} failed {failed} waiting {counts['processing']}"
-                                f" · est. left {left} (as earlier waves) · {', '.join(batch_ids)}")
+            bar.set_postfix_str(
+                f"ok {counts['succeeded']} failed {failed} waiting {counts['processing']}"
+                f" · est. left {left} (as earlier waves) · {', '.join(batch_ids)}"
+            )
             if all(s.ended for s in statuses):
                 return
             time.sleep(delay)

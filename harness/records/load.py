@@ -14,15 +14,26 @@ from ..errors import InputError
 from ..scoring.verdict import VERDICTS
 from .folder import read_jsonl
 from .manifest import Manifest, load_manifest
-from .schema import ACTION_METRICS, OVERFLOWED, ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord, columns, variant
+from .schema import (
+    ACTION_METRICS,
+    OVERFLOWED,
+    ActionRecord,
+    CompactionRecord,
+    ProbeRecord,
+    RetentionRecord,
+    columns,
+    variant,
+)
 
 
 def _labelled(rows: list[dict], record_type: type) -> pd.DataFrame:
     # Every field is a column, also for files written before the field existed.
     df = pd.DataFrame(rows).reindex(columns=list(dict.fromkeys([*columns(record_type), *(rows[0] if rows else [])])))
     # One label per row of the main table: a summary prompt, or a strategy without one.
-    df["variant"] = [variant(s, p if isinstance(p, str) else None)  # pandas holds no prompt as NaN
-                     for s, p in zip(df["strategy"], df["prompt"])]
+    df["variant"] = [
+        variant(s, p if isinstance(p, str) else None)  # pandas holds no prompt as NaN
+        for s, p in zip(df["strategy"], df["prompt"])
+    ]
     return df
 
 
@@ -46,7 +57,9 @@ def read_rows(run_dir: str | Path, name: str) -> list[dict]:
         if not isinstance(row, dict):
             raise InputError(path, f"not a record (a JSON object), but {type(row).__name__}", number)
         if name == "records.jsonl" and row.get("verdict") not in VERDICTS:
-            raise InputError(path, f"verdict {row.get('verdict')!r} is none of {', '.join(VERDICTS)}", number, "verdict")
+            raise InputError(
+                path, f"verdict {row.get('verdict')!r} is none of {', '.join(VERDICTS)}", number, "verdict"
+            )
         rows.append(row)
     cases = Path(run_dir) / "cases.jsonl"
     if cases.exists():  # a run folder; a baseline keeps finished cases only
@@ -95,8 +108,9 @@ def overflowed(rows: pd.DataFrame, metric: str) -> pd.Series:
     if metric == "retention":
         return rows["error"].fillna("").str.startswith(OVERFLOWED)
     if metric in ACTION_METRICS:
-        return (rows["error"].fillna("").str.startswith(OVERFLOWED)
-                | rows["ceiling_error"].fillna("").str.startswith(OVERFLOWED))
+        return rows["error"].fillna("").str.startswith(OVERFLOWED) | rows["ceiling_error"].fillna("").str.startswith(
+            OVERFLOWED
+        )
     return rows["verdict"] == "overflow"
 
 
@@ -145,8 +159,10 @@ class Run:
 
     def errors(self) -> tuple[int, int]:
         """Observations (probe records and retention rows) that failed with an error, of all."""
-        return (int(failed(self.records, "recall").sum()) + int(failed(self.retention, "retention").sum()),
-                len(self.records) + len(self.retention))
+        return (
+            int(failed(self.records, "recall").sum()) + int(failed(self.retention, "retention").sum()),
+            len(self.records) + len(self.retention),
+        )
 
     def prompts(self, strategy: str | None = None) -> list[str]:
         """The prompt ids one strategy ran with (None: any strategy that takes a prompt), in either
@@ -158,7 +174,16 @@ class Run:
 
 
 def load_run(run_dir: str | Path) -> Run:
-    turns = {row["scenario"]: row["turns"] for row in read_jsonl(Path(run_dir) / "scenarios.jsonl")
-             if isinstance(row, dict) and isinstance(row.get("turns"), list)}
-    return Run(load_records(run_dir), load_compactions(run_dir), load_retention(run_dir), load_manifest(run_dir),
-               turns, load_actions(run_dir))
+    turns = {
+        row["scenario"]: row["turns"]
+        for row in read_jsonl(Path(run_dir) / "scenarios.jsonl")
+        if isinstance(row, dict) and isinstance(row.get("turns"), list)
+    }
+    return Run(
+        load_records(run_dir),
+        load_compactions(run_dir),
+        load_retention(run_dir),
+        load_manifest(run_dir),
+        turns,
+        load_actions(run_dir),
+    )

@@ -75,7 +75,6 @@ class Manifest(BaseModel):
         write_atomic(folder / "manifest.json", self.model_dump_json(indent=2))
 
 
-
 def load_manifest(run_dir: str | Path) -> Manifest:
     path = Path(run_dir) / "manifest.json"
     if not path.is_file():

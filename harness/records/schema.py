@@ -16,8 +16,12 @@ CEILING, NO_HISTORY = CONTROL_LABELS["none"], CONTROL_LABELS["no-history"]
 CONTROLS = tuple(CONTROL_LABELS.values())
 # Behaviour at the cut, as metrics where higher is better (the share of cuts where the step did not go
 # wrong), each read from its column of the next-action records.
-BEHAVIOURS = {"keeps-constraints": "breaks_constraint", "keeps-finished-work": "redoes_finished",
-              "no-repeated-failure": "repeats_failure", "no-reread": "rereads"}
+BEHAVIOURS = {
+    "keeps-constraints": "breaks_constraint",
+    "keeps-finished-work": "redoes_finished",
+    "no-repeated-failure": "repeats_failure",
+    "no-reread": "rereads",
+}
 # Does the summary state the fact; does the probe answer; does the compacted agent take the step the
 # uncompacted one takes; and does its step keep to what the history says.
 METRICS = ("retention", "recall", "next-action", *BEHAVIOURS)
@@ -101,7 +105,9 @@ class ProbeRecord(CaseRow):
     cache_read_tokens: int | None = None
     latency_s: float | None = None
     cached: bool | None = None  # every call of the probe came from the response cache
-    tool_calls_from_text: int | None = None  # tool calls made while answering that the model wrote as text (models.tool_text)
+    tool_calls_from_text: int | None = (
+        None  # tool calls made while answering that the model wrote as text (models.tool_text)
+    )
 
 
 @dataclass(kw_only=True)
@@ -177,7 +183,6 @@ class CompactionRecord(CaseRow):
 Record = ProbeRecord | RetentionRecord | CompactionRecord | ActionRecord
 
 
-
 def row_of(record: Record) -> dict[str, Any]:
     """A record as the line written for it."""
     return record.row() if isinstance(record, CompactionRecord) else asdict(record)
@@ -186,5 +191,6 @@ def row_of(record: Record) -> dict[str, Any]:
 def columns(record_type: type) -> list[str]:
     """Every field of a record type, as the columns of its DataFrame."""
     names = [f.name for f in fields(record_type) if f.name != "event"]
-    return names + ([f.name for f in fields(CompactionEvent) if f.name not in names]
-                    if record_type is CompactionRecord else [])
+    return names + (
+        [f.name for f in fields(CompactionEvent) if f.name not in names] if record_type is CompactionRecord else []
+    )

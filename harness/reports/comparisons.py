@@ -8,11 +8,11 @@ import itertools
 
 import pandas as pd
 
-from ..errors import plural
 from ..analysis.compare import VARIANT_KEY, Comparison, pair_units, units
 from ..analysis.gate import manifest_settings
 from ..analysis.rates import variant_order
 from ..analysis.stats import PairedTest, minimum_detectable_drop
+from ..errors import plural
 from ..records import Run
 from ..records.schema import CEILING, CONTROLS, METRICS
 
@@ -20,10 +20,15 @@ from ..records.schema import CEILING, CONTROLS, METRICS
 def test_cells(t: PairedTest, difference: str, digits: str, untested: str) -> dict[str, str]:
     """The columns of one paired test: B minus A with its 95% interval (or why there is none), p,
     and pairs in scenarios. `digits`: the format of a share, such as ".1%"."""
-    return {difference: (f"{t.difference:+{digits}} ({t.low:+{digits}} to {t.high:+{digits}})" if t.judged
-                         else f"{t.difference:+{digits}} ({untested})"),
-            "p": f"{t.p_value:.3g}" if t.judged else "n/a",
-            "pairs (scenarios)": f"{t.pairs} ({t.clusters})"}
+    return {
+        difference: (
+            f"{t.difference:+{digits}} ({t.low:+{digits}} to {t.high:+{digits}})"
+            if t.judged
+            else f"{t.difference:+{digits}} ({untested})"
+        ),
+        "p": f"{t.p_value:.3g}" if t.judged else "n/a",
+        "pairs (scenarios)": f"{t.pairs} ({t.clusters})",
+    }
 
 
 CEILING_KEY = ["scenario", "fact", "repeat"]  # the ceiling does not depend on the budget
@@ -32,7 +37,11 @@ CEILING_KEY = ["scenario", "fact", "repeat"]  # the ceiling does not depend on t
 def _units(run: Run, metric: str) -> dict[str, pd.DataFrame]:
     """Per variant (prompt or strategy), its units of `metric` (see `compare`)."""
     rows = run.rows(metric)
-    return {v: units(rows[rows["variant"] == v], metric) for v in variant_order(rows["variant"].unique())} if len(rows) else {}
+    return (
+        {v: units(rows[rows["variant"] == v], metric) for v in variant_order(rows["variant"].unique())}
+        if len(rows)
+        else {}
+    )
 
 
 def paired_comparisons(run: Run) -> list[Comparison]:
@@ -45,8 +54,9 @@ def paired_comparisons(run: Run) -> list[Comparison]:
         for a, b in itertools.combinations(tested, 2):
             comparisons.append(pair_units(by_variant[a], by_variant[b], a, b, metric, VARIANT_KEY))
         if metric == "recall" and CEILING in by_variant:
-            comparisons += [pair_units(by_variant[CEILING], by_variant[v], CEILING, v, metric, CEILING_KEY)
-                            for v in tested]
+            comparisons += [
+                pair_units(by_variant[CEILING], by_variant[v], CEILING, v, metric, CEILING_KEY) for v in tested
+            ]
     return [c for c in comparisons if c.n]
 
 
@@ -64,13 +74,17 @@ def collateral_loss(run: Run) -> pd.DataFrame:
     for variant in variant_order(records["variant"].unique()):
         if variant in CONTROLS:
             continue
-        verbatim = records[(records["variant"] == variant) & (records["location"] == "verbatim")
-                           & records["case"].isin(compacted)]
+        verbatim = records[
+            (records["variant"] == variant) & (records["location"] == "verbatim") & records["case"].isin(compacted)
+        ]
         c = pair_units(ceiling, units(verbatim, "recall"), CEILING, variant, "recall", CEILING_KEY)
         if c.n:
-            rows[variant] = {"verbatim facts": f"{c.test.mean_b:.0%}", "same facts, ceiling": f"{c.test.mean_a:.0%}",
-                             **test_cells(c.test, "difference (95% CI)", ".1%", "no interval"),
-                             "reading": _reading(c, alpha)}
+            rows[variant] = {
+                "verbatim facts": f"{c.test.mean_b:.0%}",
+                "same facts, ceiling": f"{c.test.mean_a:.0%}",
+                **test_cells(c.test, "difference (95% CI)", ".1%", "no interval"),
+                "reading": _reading(c, alpha),
+            }
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -89,8 +103,11 @@ def comparison_table(run: Run) -> pd.DataFrame:
         t = c.test
         # The row reads in the direction of its number: "seed minus bullets", seed's figure first.
         rows[f"{c.metric}: {c.label_b} minus {c.label_a}"] = {
-            "first": f"{c.label_b} {t.mean_b:.0%}", "second": f"{c.label_a} {t.mean_a:.0%}",
-            **test_cells(t, "first minus second (95% CI)", ".1%", "no interval"), "reading": _reading(c, alpha)}
+            "first": f"{c.label_b} {t.mean_b:.0%}",
+            "second": f"{c.label_a} {t.mean_a:.0%}",
+            **test_cells(t, "first minus second (95% CI)", ".1%", "no interval"),
+            "reading": _reading(c, alpha),
+        }
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -119,16 +136,22 @@ def best_variant(run: Run) -> str | None:
     c = pair_units(by_variant[order[1]], by_variant[best], order[1], best, metric, VARIANT_KEY)
     t = c.test
     if not t.pairs:
-        return (f"{line}; it shares no measured fact with {order[1]} (they compacted different scenarios), "
-                "so the two are not compared")
-    lead = (f"{line}, {t.difference * 100:+.1f} points over {order[1]} on the same {plural(t.pairs, 'fact')} in "
-            f"{plural(t.clusters, 'scenario')}")
+        return (
+            f"{line}; it shares no measured fact with {order[1]} (they compacted different scenarios), "
+            "so the two are not compared"
+        )
+    lead = (
+        f"{line}, {t.difference * 100:+.1f} points over {order[1]} on the same {plural(t.pairs, 'fact')} in "
+        f"{plural(t.clusters, 'scenario')}"
+    )
     if not t.judged:
         return f"{lead}: too few scenarios (under 5) to tell a difference from noise"
     detectable = minimum_detectable_drop(by_variant[order[1]]["value"], by_variant[order[1]]["scenario"], alpha, power)
-    return (f"{lead} (95% CI {t.low * 100:+.1f} to {t.high * 100:+.1f}, p = {t.p_value:.3g}): "
-            f"{'distinguishable' if t.p_value < alpha else 'not distinguishable'} from noise at alpha {alpha:g}; "
-            f"this run detects differences of {detectable:.1%} or more with {power:.0%} power")
+    return (
+        f"{lead} (95% CI {t.low * 100:+.1f} to {t.high * 100:+.1f}, p = {t.p_value:.3g}): "
+        f"{'distinguishable' if t.p_value < alpha else 'not distinguishable'} from noise at alpha {alpha:g}; "
+        f"this run detects differences of {detectable:.1%} or more with {power:.0%} power"
+    )
 
 
 def describe(comparison: Comparison, flips: int = 20) -> str:
@@ -136,17 +159,21 @@ def describe(comparison: Comparison, flips: int = 20) -> str:
     c = comparison
     if c.n == 0:
         return f"{c.metric}: {c.label_a} vs {c.label_b}: no paired units"
-    lines = [f"{c.metric}: {c.label_a}: {c.recall_a:.0%}   {c.label_b}: {c.recall_b:.0%}",
-             f"difference ({c.label_b} - {c.label_a}): {c.test.describe()}; "
-             f"{plural(len(c.lost), 'fact')} lost, {len(c.gained)} gained"]
+    lines = [
+        f"{c.metric}: {c.label_a}: {c.recall_a:.0%}   {c.label_b}: {c.recall_b:.0%}",
+        f"difference ({c.label_b} - {c.label_a}): {c.test.describe()}; "
+        f"{plural(len(c.lost), 'fact')} lost, {len(c.gained)} gained",
+    ]
     for title, rows in ((f"kept better by {c.label_a}", c.lost), (f"kept better by {c.label_b}", c.gained)):
         if len(rows):
             lines.append(f"{title}:")
             for row in rows.head(flips).itertuples():
                 detail = f"expected {row.expected_a!r}"
                 if c.metric == "recall":
-                    detail += (f"; {c.label_b if row.hit_a > row.hit_b else c.label_a} answered "
-                               f"{str(row.answer_b if row.hit_a > row.hit_b else row.answer_a)[:80]!r}")
+                    detail += (
+                        f"; {c.label_b if row.hit_a > row.hit_b else c.label_a} answered "
+                        f"{str(row.answer_b if row.hit_a > row.hit_b else row.answer_a)[:80]!r}"
+                    )
                 else:
                     detail += f"; retained in {row.hit_a:.0%} vs {row.hit_b:.0%} of summaries"
                 lines.append(f"  {row.scenario}/{row.fact} (budget {row.budget}): {detail}")

@@ -16,8 +16,23 @@ import pandas as pd
 
 from ..errors import plural
 
-PROBE_FIELDS = ["case", "scenario", "variant", "budget", "kind", "fact", "verdict", "location", "expected",
-                "question", "answer", "planted_turn", "changed_turn", "error", "constraint"]
+PROBE_FIELDS = [
+    "case",
+    "scenario",
+    "variant",
+    "budget",
+    "kind",
+    "fact",
+    "verdict",
+    "location",
+    "expected",
+    "question",
+    "answer",
+    "planted_turn",
+    "changed_turn",
+    "error",
+    "constraint",
+]
 
 
 def _plain(value: Any) -> Any:
@@ -25,37 +40,50 @@ def _plain(value: Any) -> Any:
     return None if value is None or (isinstance(value, float) and value != value) else value
 
 
-def explorer_data(records: pd.DataFrame, compactions: pd.DataFrame, retention: pd.DataFrame,
-                  turns: dict[str, list[str]]) -> dict[str, Any]:
+def explorer_data(
+    records: pd.DataFrame, compactions: pd.DataFrame, retention: pd.DataFrame, turns: dict[str, list[str]]
+) -> dict[str, Any]:
     probes = [{k: _plain(row.get(k)) for k in PROBE_FIELDS} for row in records.to_dict("records")]
     cases = {p["case"] for p in probes}
     summaries: dict[str, list[dict]] = {}
     for row in compactions[compactions["case"].isin(cases)].to_dict("records"):
         summaries.setdefault(row["case"], []).append(
-            {"before_turn": _plain(row.get("before_turn")), "first_verbatim_turn": _plain(row.get("first_verbatim_turn")),
-             "summary": _plain(row.get("summary"))})
+            {
+                "before_turn": _plain(row.get("before_turn")),
+                "first_verbatim_turn": _plain(row.get("first_verbatim_turn")),
+                "summary": _plain(row.get("summary")),
+            }
+        )
     kept: dict[str, dict[str, dict[int, bool]]] = {}
     for row in retention[retention["case"].isin(cases) & retention["retained"].notna()].to_dict("records"):
         if _plain(row.get("compaction")) is not None:
             kept.setdefault(row["case"], {}).setdefault(row["fact"], {})[int(row["compaction"])] = bool(row["retained"])
     used = {p["scenario"] for p in probes}
-    return {"probes": probes, "summaries": summaries, "kept": kept,
-            "turns": {s: texts for s, texts in turns.items() if s in used}}
+    return {
+        "probes": probes,
+        "summaries": summaries,
+        "kept": kept,
+        "turns": {s: texts for s, texts in turns.items() if s in used},
+    }
 
 
 def explorer_html(data: dict[str, Any]) -> str:
     # "<" escaped inside the JSON, so no text in it can close the script element.
     payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
-    return (f'<h2 id="explorer">Fact explorer ({plural(len(data["probes"]), "probe")})</h2>'
-            '<div id="filters"></div><p id="shown"></p><div id="facts"></div>'
-            f'<script type="application/json" id="explorer-data">{payload}</script>'
-            f"<style>{STYLE}</style><script>{SCRIPT}</script>")
+    return (
+        f'<h2 id="explorer">Fact explorer ({plural(len(data["probes"]), "probe")})</h2>'
+        '<div id="filters"></div><p id="shown"></p><div id="facts"></div>'
+        f'<script type="application/json" id="explorer-data">{payload}</script>'
+        f"<style>{STYLE}</style><script>{SCRIPT}</script>"
+    )
 
 
-STYLE = ("#filters label{margin-right:1em;font-size:13px}#facts details{border:1px solid #ccc;margin:4px 0;"
-         "padding:4px 8px}#facts summary{cursor:pointer;font-size:13px}.turn,.sum,.ans{white-space:pre-wrap;"
-         "background:#f6f6f6;padding:4px;margin:4px 0;font-size:12px;max-height:18em;overflow:auto}"
-         "mark{background:#ffe066}.v-recalled{color:#1a7f37}.v-error{color:#b35900}.k{font-weight:bold}")
+STYLE = (
+    "#filters label{margin-right:1em;font-size:13px}#facts details{border:1px solid #ccc;margin:4px 0;"
+    "padding:4px 8px}#facts summary{cursor:pointer;font-size:13px}.turn,.sum,.ans{white-space:pre-wrap;"
+    "background:#f6f6f6;padding:4px;margin:4px 0;font-size:12px;max-height:18em;overflow:auto}"
+    "mark{background:#ffe066}.v-recalled{color:#1a7f37}.v-error{color:#b35900}.k{font-weight:bold}"
+)
 
 SCRIPT = r"""
 (() => {
@@ -87,9 +115,11 @@ SCRIPT = r"""
     const turns = data.turns[p.scenario] || [];
     box.append(el('div', `planted in turn ${p.planted_turn}` + (p.changed_turn !== p.planted_turn ?
       `, last changed in turn ${p.changed_turn}` : ''), 'k'));
-    box.append(turns.length ? marked(turns[p.changed_turn], p.expected, 'turn') : el('div', '(turn text not recorded)'));
+    box.append(turns.length ? marked(turns[p.changed_turn], p.expected, 'turn')
+                            : el('div', '(turn text not recorded)'));
     const all = data.summaries[p.case] || [], kept = (data.kept[p.case] || {})[p.fact] || {};
-    const through = all.map((c, i) => [c, i]).filter(([c]) => c.summary !== null && c.first_verbatim_turn > p.changed_turn);
+    const through = all.map((c, i) => [c, i])
+      .filter(([c]) => c.summary !== null && c.first_verbatim_turn > p.changed_turn);
     box.append(el('div', `summaries it passed through: ${through.length}`, 'k'));
     for (const [c, i] of through) {
       const state = i in kept ? (kept[i] ? 'states the fact' : 'does not state the fact') : '';
@@ -105,15 +135,19 @@ SCRIPT = r"""
       selects[key].value === 'all' || String(p[key] ?? '-') === selects[key].value));
     const list = document.getElementById('facts'); list.replaceChildren();
     const limit = 200;
-    document.getElementById('shown').textContent = `${shown.length} ${shown.length === 1 ? 'probe matches' : 'probes match'}` +
+    document.getElementById('shown').textContent =
+      `${shown.length} ${shown.length === 1 ? 'probe matches' : 'probes match'}` +
       (shown.length > limit ? `; the first ${limit} are listed, filter to see others` : '');
     for (const p of shown.slice(0, limit)) {
       const details = el('details'); details.dataset.fact = p.fact;
       const head = el('summary'); head.append(el('span', `${p.scenario}/${p.fact} (${p.kind}` +
         (p.constraint ? ', negative constraint' : '') + `) · ${p.variant} · ` +
-        `budget ${p.budget ?? '-'} · expected ${p.expected ?? '(abstain)'} · `), el('span', p.verdict, 'v-' + p.verdict));
+        `budget ${p.budget ?? '-'} · expected ${p.expected ?? '(abstain)'} · `),
+        el('span', p.verdict, 'v-' + p.verdict));
       details.append(head);
-      details.addEventListener('toggle', () => { if (details.open && details.children.length === 1) body(p, details); });
+      details.addEventListener('toggle', () => {
+        if (details.open && details.children.length === 1) body(p, details);
+      });
       list.append(details);
     }
   }

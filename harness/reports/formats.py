@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import InputError, plural
 from ..records import Run, load_run
 from ..records.folder import run_folders
-from .comparisons import ranked, best_variant
+from .comparisons import best_variant, ranked
 from .explorer import explorer_data, explorer_html
 from .render import html_table, markdown_table
 from .sections import tables
@@ -26,19 +26,29 @@ def _headline(run: Run) -> str:
     about = run.about
     played = f" (first {plural(turns, 'turn')} of each)" if (turns := about.setting("max_turns")) else ""
     scenarios = pd.concat([run.records["scenario"], run.retention["scenario"]]).nunique()
-    partial = ("UNFINISHED RUN, the figures cover only its finished cases (`harness run EVAL --resume RUN_DIR` "
-               "completes it): " if about.unfinished else "")
-    lines = [f"{partial}eval {about.name} on {about.model}: {plural(len(run.records), 'probe')}, "
-             f"{plural(len(run.retention), 'retention check')}, {plural(scenarios, 'scenario')}{played}; "
-             "retention = for each fact of each case, the share of its summaries that state it; recall = probe "
-             "answers that state it (errors excluded; 95% Wilson interval, each fact counted once)"]
+    partial = (
+        "UNFINISHED RUN, the figures cover only its finished cases (`harness run EVAL --resume RUN_DIR` completes it): "
+        if about.unfinished
+        else ""
+    )
+    lines = [
+        f"{partial}eval {about.name} on {about.model}: {plural(len(run.records), 'probe')}, "
+        f"{plural(len(run.retention), 'retention check')}, {plural(scenarios, 'scenario')}{played}; "
+        "retention = for each fact of each case, the share of its summaries that state it; recall = probe "
+        "answers that state it (errors excluded; 95% Wilson interval, each fact counted once)"
+    ]
     if about.judge:
         judged = int((run.records["judge"] == True).sum())  # noqa: E712 (a column that may hold NaN)
         calibration = about.judge_calibration
-        trust = (f"on labelled answers it accepts wrong ones {calibration['accepts_wrong']} and rejects right ones "
-                 f"{calibration['rejects_right']}" if calibration else "not measured on labelled answers")
-        lines.append(f"Judge {about.judge}: {plural(judged, 'answer')} the matcher scored `forgot` judged recalled; "
-                     f"{trust}")
+        trust = (
+            f"on labelled answers it accepts wrong ones {calibration['accepts_wrong']} and rejects right ones "
+            f"{calibration['rejects_right']}"
+            if calibration
+            else "not measured on labelled answers"
+        )
+        lines.append(
+            f"Judge {about.judge}: {plural(judged, 'answer')} the matcher scored `forgot` judged recalled; {trust}"
+        )
     if best := best_variant(run):
         lines.append(best)
     return "\n".join(lines)
@@ -46,8 +56,11 @@ def _headline(run: Run) -> str:
 
 def text_report(run_dir: str | Path) -> str:
     run = load_run(run_dir)
-    sections = [_headline(run), *(f"{table.title}\n{data.to_string()}" for table, data in tables(run)),
-                f"Run folder: {run_dir}"]
+    sections = [
+        _headline(run),
+        *(f"{table.title}\n{data.to_string()}" for table, data in tables(run)),
+        f"Run folder: {run_dir}",
+    ]
     return "\n\n".join(sections)
 
 
@@ -64,6 +77,7 @@ def _markdown(run: Run) -> str:
 
 def _png(figure) -> str:
     import matplotlib.pyplot as plt
+
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(figure)
@@ -83,16 +97,22 @@ def _html(run: Run) -> str:
         if table.plot and (figure := table.plot(run)) is not None:
             sections.append(f'<img alt="{e(table.title)}" src="data:image/png;base64,{_png(figure)}">')
     if not run.actions.empty:  # the three next steps side by side, at every cut of every case
-        sections += [f"<h2 id=\"steps\">Next steps at each cut ({plural(len(run.actions), 'cut')})</h2>",
-                     f'<div class="wide">{html_table(next_steps(run.actions))}</div>']
+        sections += [
+            f'<h2 id="steps">Next steps at each cut ({plural(len(run.actions), "cut")})</h2>',
+            f'<div class="wide">{html_table(next_steps(run.actions))}</div>',
+        ]
     if not run.records.empty:  # a run without probes has no answers to explore
         sections.append(explorer_html(explorer_data(run.records, run.compactions, run.retention, run.turns)))
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-             "table.t{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
-             "table.t td,table.t th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
-             "img{max-width:100%}p{overflow-wrap:anywhere}.wide{overflow-x:auto}")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{name} report</title>"
-            f"<style>{style}</style></head><body>{''.join(sections)}</body></html>")
+    style = (
+        "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table.t{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
+        "table.t td,table.t th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
+        "img{max-width:100%}p{overflow-wrap:anywhere}.wide{overflow-x:auto}"
+    )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{name} report</title>"
+        f"<style>{style}</style></head><body>{''.join(sections)}</body></html>"
+    )
 
 
 def run_index(runs: Path) -> pd.DataFrame:
@@ -107,11 +127,15 @@ def run_index(runs: Path) -> pd.DataFrame:
         metric, units = ranked(run)
         best = next(iter(units), None)
         rows[folder.name] = {
-            "eval": run.about.name, "model": run.about.model.split(":")[0], "started": run.about.started or "",
+            "eval": run.about.name,
+            "model": run.about.model.split(":")[0],
+            "started": run.about.started or "",
             "status": "unfinished" if run.about.unfinished else "finished",
-            "probes": len(run.records), "retention checks": len(run.retention),
+            "probes": len(run.records),
+            "retention checks": len(run.retention),
             "best": f"{best} {metric} {units[best]['value'].mean():.0%}" if best else "",
-            "size": f"{sum(f.stat().st_size for f in folder.rglob('*') if f.is_file()) / 1e6:.1f} MB"}
+            "size": f"{sum(f.stat().st_size for f in folder.rglob('*') if f.is_file()) / 1e6:.1f} MB",
+        }
     return pd.DataFrame.from_dict(rows, orient="index").fillna("")
 
 

@@ -13,7 +13,6 @@ from ..inputs.evalfile import GateSettings
 from .comparisons import test_cells
 from .render import markdown_table
 
-
 LISTED = 30  # lost facts listed per cell in the markdown; all of them are in the JUnit file
 
 
@@ -22,7 +21,8 @@ def _cells_table(cells: list[Cell]) -> str:
     for c in cells:
         t = c.comparison.test
         rows[c.name] = {
-            "baseline": f"{t.mean_a:.0%}", "candidate": f"{t.mean_b:.0%}",
+            "baseline": f"{t.mean_a:.0%}",
+            "candidate": f"{t.mean_b:.0%}",
             **test_cells(t, "candidate minus baseline (95% CI)", ".0%", "too few scenarios"),
             "detectable drop": f"{c.detectable_drop:.1%}" if c.detectable_drop is not None else "n/a",
             "lost / gained": f"{len(c.comparison.lost)} / {len(c.comparison.gained)}",
@@ -34,44 +34,71 @@ def _cells_table(cells: list[Cell]) -> str:
 def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, baseline: Path) -> str:
     titles = {EXIT_PASS: "pass", EXIT_REGRESSION: "regression", EXIT_CANNOT_JUDGE: "cannot judge"}
     floor = f", falls under {settings.floor:.0%}" if settings.floor > 0 else ""
-    parts = [f"### Summary-prompt gate: {titles[verdict.exit_code]}",
-             f"Fails when retention or recall drops more than {settings.max_drop:.0%} with p < {settings.alpha} "
-             f"(paired test over scenarios){floor}, when summaries grow more than {settings.max_summary_growth:.0%}, "
-             f"or when more of them stop at the token cap (by more than {settings.max_cap_increase:.0%}); cannot "
-             f"pass an eval unable to detect a {settings.max_drop:.0%} drop with {settings.power:.0%} power.",
-             _cells_table(verdict.cells)]
+    parts = [
+        f"### Summary-prompt gate: {titles[verdict.exit_code]}",
+        f"Fails when retention or recall drops more than {settings.max_drop:.0%} with p < {settings.alpha} "
+        f"(paired test over scenarios){floor}, when summaries grow more than {settings.max_summary_growth:.0%}, "
+        f"or when more of them stop at the token cap (by more than {settings.max_cap_increase:.0%}); cannot "
+        f"pass an eval unable to detect a {settings.max_drop:.0%} drop with {settings.power:.0%} power.",
+        _cells_table(verdict.cells),
+    ]
     if verdict.kinds:
-        parts += [f"Each kind of fact on its own: fails when it drops more than {settings.max_kind_drop:.0%}, "
-                  f"significantly at {settings.alpha} over the number of kinds; a kind the eval cannot test is "
-                  "unguarded, which does not stop a pass.", _cells_table(verdict.kinds)]
-    parts += [f"Candidate `{c.prompt}` is compared with baseline `{c.baseline_prompt}` ({c.paired_because})."
-              for c in {c.prompt: c for c in verdict.cells}.values()]
+        parts += [
+            f"Each kind of fact on its own: fails when it drops more than {settings.max_kind_drop:.0%}, "
+            f"significantly at {settings.alpha} over the number of kinds; a kind the eval cannot test is "
+            "unguarded, which does not stop a pass.",
+            _cells_table(verdict.kinds),
+        ]
+    parts += [
+        f"Candidate `{c.prompt}` is compared with baseline `{c.baseline_prompt}` ({c.paired_because})."
+        for c in {c.prompt: c for c in verdict.cells}.values()
+    ]
     if verdict.checks:
-        parts.append(markdown_table(pd.DataFrame.from_dict(
-            {c.name: {"baseline": c.baseline, "candidate": c.candidate, "result": c.result} for c in verdict.checks},
-            orient="index")))
+        parts.append(
+            markdown_table(
+                pd.DataFrame.from_dict(
+                    {
+                        c.name: {"baseline": c.baseline, "candidate": c.candidate, "result": c.result}
+                        for c in verdict.checks
+                    },
+                    orient="index",
+                )
+            )
+        )
     parts += [f"**{c.name[0].upper()}{c.name[1:]} FAILS**: {c.failure}" for c in verdict.checks if c.failure]
     parts += [f"**Cannot judge**: {why}" for why in verdict.cannot_judge]
     for c in verdict.cells:
         if c.budget == ALL_BUDGETS and len(c.comparison.lost):
             lost = c.comparison.lost
             more = f"\n- ... and {len(lost) - LISTED} more (all in gate-junit.xml)" if len(lost) > LISTED else ""
-            parts.append(f"**Facts {c.prompt} kept less than the baseline ({c.metric}, {len(lost)})**\n\n" + "\n".join(
-                f"- {r.scenario}/{r.fact} at {r.budget}: expected `{r.expected_a}`"
-                for r in lost.head(LISTED).itertuples()) + more)
-    parts.append(f"Next: `harness report {run_dir}` shows every summary and answer (the fact explorer in "
-                 f"report.html); `harness compare {baseline} {run_dir}` lists each fact that flipped.")
+            parts.append(
+                f"**Facts {c.prompt} kept less than the baseline ({c.metric}, {len(lost)})**\n\n"
+                + "\n".join(
+                    f"- {r.scenario}/{r.fact} at {r.budget}: expected `{r.expected_a}`"
+                    for r in lost.head(LISTED).itertuples()
+                )
+                + more
+            )
+    parts.append(
+        f"Next: `harness report {run_dir}` shows every summary and answer (the fact explorer in "
+        f"report.html); `harness compare {baseline} {run_dir}` lists each fact that flipped."
+    )
     return "\n\n".join(parts) + "\n"
 
 
 def junit_xml(verdict: Verdict) -> str:
     cells, checks = [*verdict.cells, *verdict.kinds], verdict.checks
-    suite = ET.Element("testsuite", name="compaction-gate", tests=str(len(cells) + len(checks)),
-                       failures=str(sum(bool(c.failures) for c in cells) + sum(bool(c.failure) for c in checks)),
-                       skipped=str(sum(c.result.startswith(("cannot", "unguarded")) for c in [*cells, *checks])))
+    suite = ET.Element(
+        "testsuite",
+        name="compaction-gate",
+        tests=str(len(cells) + len(checks)),
+        failures=str(sum(bool(c.failures) for c in cells) + sum(bool(c.failure) for c in checks)),
+        skipped=str(sum(c.result.startswith(("cannot", "unguarded")) for c in [*cells, *checks])),
+    )
     for c in cells:
-        case = ET.SubElement(suite, "testcase", classname=f"{c.metric}.{c.prompt}",
-                             name=f"{c.kind} @ {c.scope}" if c.kind else c.scope)
+        case = ET.SubElement(
+            suite, "testcase", classname=f"{c.metric}.{c.prompt}", name=f"{c.kind} @ {c.scope}" if c.kind else c.scope
+        )
         if c.failures:
             failure = ET.SubElement(case, "failure", message="; ".join(c.failures))
             failure.text = "\n".join(f"lost {r.scenario}/{r.fact} ({r.budget})" for r in c.comparison.lost.itertuples())

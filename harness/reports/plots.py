@@ -15,8 +15,10 @@ from .tables import COMPRESSION, SUMMARY_TOKENS, summary_costs, where_lost
 
 def _figure(**size):
     import matplotlib
+
     matplotlib.use("Agg")  # no display: files only
     import matplotlib.pyplot as plt
+
     return plt.subplots(**size)
 
 
@@ -30,8 +32,14 @@ def _rates_with_intervals(ax, x, groups: list[pd.DataFrame], label: str, offset:
     if not shown:
         return
     xs, rs = [p[0] for p in shown], [p[1] for p in shown]
-    ax.errorbar(xs, [r.value for r in rs], yerr=[[r.value - r.low for r in rs], [r.high - r.value for r in rs]],
-                marker="o", capsize=3, label=label)
+    ax.errorbar(
+        xs,
+        [r.value for r in rs],
+        yerr=[[r.value - r.low for r in rs], [r.high - r.value for r in rs]],
+        marker="o",
+        capsize=3,
+        label=label,
+    )
     for xi, r in zip(xs, rs):
         ax.annotate(f"n={r.n}", (xi, r.value), textcoords="offset points", xytext=(4, 4), fontsize=7)
 
@@ -55,8 +63,15 @@ def plot_recall_by_budget(run: Run):
     # Below 0, so a control at 0% (no history) is a visible line, not the axis itself.
     # A fixed half-unit margin: with one budget, autoscaling would stretch the variants' small offsets
     # across the whole axis, as if they were at different budgets.
-    ax.set(xticks=x, xticklabels=budgets, xlabel="budget", ylabel="recall (95% interval)", ylim=(-0.05, 1.05),
-           xlim=(-0.5, len(budgets) - 0.5), title="Recall versus budget")
+    ax.set(
+        xticks=x,
+        xticklabels=budgets,
+        xlabel="budget",
+        ylabel="recall (95% interval)",
+        ylim=(-0.05, 1.05),
+        xlim=(-0.5, len(budgets) - 0.5),
+        title="Recall versus budget",
+    )
     ax.legend(fontsize=8)
     return fig
 
@@ -69,16 +84,27 @@ def plot_recall_by_kind(run: Run):
     fig, ax = _figure(figsize=(1.6 + 1.3 * len(variants), 0.8 + 0.5 * len(kinds)))
     ax.set_facecolor("#dddddd")  # NaN cells (too few probes) show the grey background
     shown = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    ax.set(xticks=range(len(variants)), yticks=range(len(kinds)), yticklabels=kinds,
-           title=f"Recall by fact kind and variant (grey: under {MIN_CELL} probes)")
+    ax.set(
+        xticks=range(len(variants)),
+        yticks=range(len(kinds)),
+        yticklabels=kinds,
+        title=f"Recall by fact kind and variant (grey: under {MIN_CELL} probes)",
+    )
     ax.set_xticklabels(variants, rotation=30, ha="right", fontsize=8)
     for i, row in enumerate(rates):
         for j, r in enumerate(row):
             if r.n:
                 value = grid[i][j]
                 dark = value == value and value < 0.6
-                ax.text(j, i, f"{r.value:.0%}\nn={r.n}", ha="center", va="center", fontsize=7,
-                        color="white" if dark else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{r.value:.0%}\nn={r.n}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if dark else "black",
+                )
     fig.colorbar(shown, ax=ax)
     return fig
 
@@ -106,8 +132,15 @@ def plot_survival(run: Run):
         through = group["compactions"].clip(upper=3)
         counts = sorted(through.unique())
         _rates_with_intervals(ax, counts, [group[through == c] for c in counts], v, 0.06 * (i - len(variants) / 2))
-    ax.set(xticks=[0, 1, 2, 3], xticklabels=["0", "1", "2", "3+"], xlim=(-0.5, 3.5), xlabel="compactions the fact went through",
-           ylabel="recall (95% interval)", ylim=(-0.05, 1.05), title="Survival by number of compactions")
+    ax.set(
+        xticks=[0, 1, 2, 3],
+        xticklabels=["0", "1", "2", "3+"],
+        xlim=(-0.5, 3.5),
+        xlabel="compactions the fact went through",
+        ylabel="recall (95% interval)",
+        ylim=(-0.05, 1.05),
+        title="Survival by number of compactions",
+    )
     ax.legend(fontsize=8)
     return fig
 

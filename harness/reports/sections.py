@@ -4,8 +4,8 @@ builder (`tables`) and an entry here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pandas as pd
 
@@ -14,10 +14,25 @@ from ..records import Run
 from ..records.load import prompted
 from .comparisons import collateral_loss, comparison_table
 from .plots import plot_recall_by_budget, plot_recall_by_kind, plot_summary_costs, plot_survival, plot_where_lost
-from .tables import (answer_types, artifact_trail, behaviour_at_the_cut, mean_f1_by_budget, next_action_fidelity, next_action_substitutes,
-                     prompt_sensitivity, recall_by_answer_type, recall_by_budget,
-                     recall_by_kind, retention_by_budget, retention_by_kind, retention_per_prompt, set_credit,
-                     summary_costs, survival_by_compactions, where_lost)
+from .tables import (
+    answer_types,
+    artifact_trail,
+    behaviour_at_the_cut,
+    mean_f1_by_budget,
+    next_action_fidelity,
+    next_action_substitutes,
+    prompt_sensitivity,
+    recall_by_answer_type,
+    recall_by_budget,
+    recall_by_kind,
+    retention_by_budget,
+    retention_by_kind,
+    retention_per_prompt,
+    set_credit,
+    summary_costs,
+    survival_by_compactions,
+    where_lost,
+)
 
 
 @dataclass(frozen=True)
@@ -43,8 +58,9 @@ def _retention_per_prompt(run: Run) -> pd.DataFrame:
 
 def _prompt_sensitivity(run: Run) -> pd.DataFrame:
     control = run.about.control_prompt
-    return prompt_sensitivity(prompted(run.retention), control) if control and not run.retention.empty \
-        else pd.DataFrame()
+    return (
+        prompt_sensitivity(prompted(run.retention), control) if control and not run.retention.empty else pd.DataFrame()
+    )
 
 
 def _answer_types(df: pd.DataFrame) -> pd.DataFrame:
@@ -52,31 +68,55 @@ def _answer_types(df: pd.DataFrame) -> pd.DataFrame:
 
 
 TABLES = [
-    Table("Summary retention by prompt and budget",
-          lambda run: retention_by_budget(run.retention) if not run.retention.empty else pd.DataFrame()),
+    Table(
+        "Summary retention by prompt and budget",
+        lambda run: retention_by_budget(run.retention) if not run.retention.empty else pd.DataFrame(),
+    ),
     Table("Recall by summary prompt and budget", _with_records(recall_by_budget), plot_recall_by_budget),
     Table("Paired comparisons (same facts; tested over scenarios, as the gate)", comparison_table),
-    Table("Collateral loss: recall of facts still verbatim after compaction, against the same facts in the ceiling",
-          collateral_loss),
+    Table(
+        "Collateral loss: recall of facts still verbatim after compaction, against the same facts in the ceiling",
+        collateral_loss,
+    ),
     Table("Retention per prompt, and the smallest drop this run detects", _retention_per_prompt),
-    Table("Compression and cost per prompt", lambda run: summary_costs(run.compactions, run.about.wave_seconds),
-          plot_summary_costs),
+    Table(
+        "Compression and cost per prompt",
+        lambda run: summary_costs(run.compactions, run.about.wave_seconds),
+        plot_summary_costs,
+    ),
     Table("Prompt sensitivity: retention against the keeps-nothing control", _prompt_sensitivity),
-    Table("Summary retention by fact kind",
-          lambda run: retention_by_kind(run.retention) if not run.retention.empty else pd.DataFrame()),
+    Table(
+        "Summary retention by fact kind",
+        lambda run: retention_by_kind(run.retention) if not run.retention.empty else pd.DataFrame(),
+    ),
     Table("Recall by fact kind", _with_records(recall_by_kind), plot_recall_by_kind),
-    Table("Set facts (files changed, commands run): partial credit",
-          lambda run: set_credit(run.retention, run.records)),
-    Table("The artifact trail at every cut: share of the files changed and commands run so far that the summary names",
-          lambda run: artifact_trail(run.retention) if not run.retention.empty else pd.DataFrame()),
-    Table("Next-action fidelity: does the compacted agent take the step the full-history agent takes?",
-          lambda run: next_action_fidelity(run.actions, manifest_settings(run.about).alpha)
-          if not run.actions.empty else pd.DataFrame()),
-    Table("Behaviour at the cut: how often the next step goes against what the history says",
-          lambda run: behaviour_at_the_cut(run.actions, manifest_settings(run.about).alpha)
-          if not run.actions.empty else pd.DataFrame()),
-    Table("Where the compacted agent went instead (the most frequent different steps)",
-          lambda run: next_action_substitutes(run.actions) if not run.actions.empty else pd.DataFrame()),
+    Table(
+        "Set facts (files changed, commands run): partial credit", lambda run: set_credit(run.retention, run.records)
+    ),
+    Table(
+        "The artifact trail at every cut: share of the files changed and commands run so far that the summary names",
+        lambda run: artifact_trail(run.retention) if not run.retention.empty else pd.DataFrame(),
+    ),
+    Table(
+        "Next-action fidelity: does the compacted agent take the step the full-history agent takes?",
+        lambda run: (
+            next_action_fidelity(run.actions, manifest_settings(run.about).alpha)
+            if not run.actions.empty
+            else pd.DataFrame()
+        ),
+    ),
+    Table(
+        "Behaviour at the cut: how often the next step goes against what the history says",
+        lambda run: (
+            behaviour_at_the_cut(run.actions, manifest_settings(run.about).alpha)
+            if not run.actions.empty
+            else pd.DataFrame()
+        ),
+    ),
+    Table(
+        "Where the compacted agent went instead (the most frequent different steps)",
+        lambda run: next_action_substitutes(run.actions) if not run.actions.empty else pd.DataFrame(),
+    ),
     Table("Recall by answer type", _with_records(_answer_types)),
     Table("Mean token F1 of free-form answers (LoCoMo's metric)", _with_records(mean_f1_by_budget)),
     Table("Where facts were lost", _with_records(where_lost), plot_where_lost),

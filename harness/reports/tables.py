@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..errors import plural
-
 from ..analysis.compare import behaviour_floor, floor_drop, retention_units, sensitivity
 from ..analysis.rates import compacting, fact_clusters, recall_rate, retention_rate, variant_order
 from ..analysis.stats import minimum_detectable_drop, paired_test, rate
+from ..errors import plural
 from ..records.load import budget_order, failed, overflowed, shrinks, summaries
 from ..records.schema import NO_SUMMARY, OVERFLOWED
 
@@ -29,8 +28,9 @@ def _by_budget(df: pd.DataFrame, cell) -> pd.DataFrame:
     rows = {}
     for variant in variant_order(df["variant"].unique()):
         group = df[df["variant"] == variant]
-        rows[variant] = {f"budget {b}": cell(group if group["budget"].isna().all() else group[group["budget"] == b])
-                         for b in budgets}
+        rows[variant] = {
+            f"budget {b}": cell(group if group["budget"].isna().all() else group[group["budget"] == b]) for b in budgets
+        }
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -61,8 +61,9 @@ def retention_by_budget(retention: pd.DataFrame) -> pd.DataFrame:
 PER_TOKEN = "facts stated per 1,000 summary tokens"
 
 
-def retention_per_prompt(retention: pd.DataFrame, compactions: pd.DataFrame, alpha: float,
-                         power: float) -> pd.DataFrame:
+def retention_per_prompt(
+    retention: pd.DataFrame, compactions: pd.DataFrame, alpha: float, power: float
+) -> pd.DataFrame:
     """Per summary prompt over all budgets: retention, the smallest retention drop this run could
     detect (the gate's power check), and retention per summary token, so loss and compression
     read together (a summary that keeps everything by not compressing is no improvement)."""
@@ -76,18 +77,22 @@ def retention_per_prompt(retention: pd.DataFrame, compactions: pd.DataFrame, alp
         stated = (group["retained"] == True).sum()  # noqa: E712 (None is unknown, not False)
         rows[variant] = {
             "retention": retention_rate(group).text(),
-            f"detectable drop (alpha {alpha:g}, power {power:.0%})":
-                f"{drop:.1%}" if drop is not None else "too few scenarios",
-            PER_TOKEN: f"{1000 * stated / tokens:.1f} ({stated:,} in {tokens:,.0f})" if tokens else
-            "no tokens counted (no model call)",
+            f"detectable drop (alpha {alpha:g}, power {power:.0%})": f"{drop:.1%}"
+            if drop is not None
+            else "too few scenarios",
+            PER_TOKEN: f"{1000 * stated / tokens:.1f} ({stated:,} in {tokens:,.0f})"
+            if tokens
+            else "no tokens counted (no model call)",
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def retention_by_kind(retention: pd.DataFrame) -> pd.DataFrame:
     """Per variant and fact kind (recall, artifact, continuation, decision, ...): retention."""
-    table = {v: {kind: retention_rate(g).text() for kind, g in retention[retention["variant"] == v].groupby("kind")}
-             for v in variant_order(retention["variant"].unique())}
+    table = {
+        v: {kind: retention_rate(g).text() for kind, g in retention[retention["variant"] == v].groupby("kind")}
+        for v in variant_order(retention["variant"].unique())
+    }
     return pd.DataFrame(table).fillna("")
 
 
@@ -100,15 +105,21 @@ def set_credit(retention: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
         credited = retention[retention["credit"].notna()]
         for variant, group in credited.groupby("variant"):
             per_unit = group.groupby(["case", "fact"])["credit"].mean()
-            rows.setdefault(variant, {})["summaries: mean share of items"] = f"{per_unit.mean():.0%} (n={len(per_unit)})"
+            rows.setdefault(variant, {})["summaries: mean share of items"] = (
+                f"{per_unit.mean():.0%} (n={len(per_unit)})"
+            )
     if not records.empty and "extras" in records:
         sets = records[records["extras"].notna() & ~failed(records, "recall")]
         for variant, group in sets.groupby("variant"):
-            rows.setdefault(variant, {}).update({
-                "probe answers: mean share of items": f"{group['f1'].mean():.0%} (n={len(group)})",
-                "untouched paths named per answer": f"{group['extras'].mean():.2f}"})
-    return pd.DataFrame.from_dict(rows, orient="index").reindex(variant_order(rows)).fillna("") if rows \
-        else pd.DataFrame()
+            rows.setdefault(variant, {}).update(
+                {
+                    "probe answers: mean share of items": f"{group['f1'].mean():.0%} (n={len(group)})",
+                    "untouched paths named per answer": f"{group['extras'].mean():.2f}",
+                }
+            )
+    return (
+        pd.DataFrame.from_dict(rows, orient="index").reindex(variant_order(rows)).fillna("") if rows else pd.DataFrame()
+    )
 
 
 def artifact_trail(retention: pd.DataFrame) -> pd.DataFrame:
@@ -122,8 +133,10 @@ def artifact_trail(retention: pd.DataFrame) -> pd.DataFrame:
     if trail.empty:
         return trail
     trail["cut"] = trail.groupby("case")["compaction"].rank(method="dense").astype(int)
-    table = {v: {f"cut {cut}": rate(g["credit"], fact_clusters(g)).text() for cut, g in group.groupby("cut")}
-             for v, group in ((v, trail[trail["variant"] == v]) for v in variant_order(trail["variant"].unique()))}
+    table = {
+        v: {f"cut {cut}": rate(g["credit"], fact_clusters(g)).text() for cut, g in group.groupby("cut")}
+        for v, group in ((v, trail[trail["variant"] == v]) for v in variant_order(trail["variant"].unique()))
+    }
     return pd.DataFrame(table).T.fillna("")
 
 
@@ -138,18 +151,23 @@ def next_action_fidelity(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataF
         scored = mine[~failed(mine, "next-action")]
         cuts = scored["scenario"].astype(str) + "/" + scored["fact"].astype(str)
 
-        def share(column: str, of: pd.DataFrame = scored) -> str:
+        def share(column: str, of: pd.DataFrame = scored, cuts: pd.Series = cuts) -> str:
             known = of[of[column].notna()]
             return rate(known[column].astype(float), cuts[known.index]).text() if len(known) else "n/a"
+
         drop = floor_drop(scored).test
-        rows[v] = {"agrees with the full history": share("exact"), "same tool": share("same_tool"),
-                   "same target": share("same_target"), "agrees with the log": share("matches_log"),
-                   "full history agrees with the log": share("ceiling_matches_log"),
-                   "noise floor (full history twice)": share("floor"),
-                   "drop from the floor (95% CI)": _drop_text(drop, share("floor"), alpha),
-                   "read from text": int(scored["from_text"].sum()),
-                   "errors": int(mine["error"].notna().sum()),
-                   OVERFLOWED: int(overflowed(mine, "next-action").sum())}
+        rows[v] = {
+            "agrees with the full history": share("exact"),
+            "same tool": share("same_tool"),
+            "same target": share("same_target"),
+            "agrees with the log": share("matches_log"),
+            "full history agrees with the log": share("ceiling_matches_log"),
+            "noise floor (full history twice)": share("floor"),
+            "drop from the floor (95% CI)": _drop_text(drop, share("floor"), alpha),
+            "read from text": int(scored["from_text"].sum()),
+            "errors": int(mine["error"].notna().sum()),
+            OVERFLOWED: int(overflowed(mine, "next-action").sum()),
+        }
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -167,10 +185,12 @@ def _drop_text(test, floor: str, alpha: float) -> str:
     return f"{-test.difference:.1%} ({low:.1%} to {high:.1%}), p = {test.p_value:.3g}: {verdict}"
 
 
-BEHAVIOUR_TEXT = {"keeps-constraints": "breaks a constraint the user gave",
-                  "keeps-finished-work": "redoes a finished plan item",
-                  "no-repeated-failure": "repeats a failure, nothing changed since",
-                  "no-reread": "re-reads a file not changed since"}
+BEHAVIOUR_TEXT = {
+    "keeps-constraints": "breaks a constraint the user gave",
+    "keeps-finished-work": "redoes a finished plan item",
+    "no-repeated-failure": "repeats a failure, nothing changed since",
+    "no-reread": "re-reads a file not changed since",
+}
 
 
 def behaviour_at_the_cut(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
@@ -192,9 +212,11 @@ def behaviour_at_the_cut(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataF
                 verdict = f": {'more' if test.difference > 0 else 'less'} often than the floor"
             else:
                 verdict = ": not distinguishable from the floor"
-            rows[(v, what)] = {"compacted": rate(wrong["hit_b"], pairs["scenario"]).text(),
-                               "full history (the floor)": rate(wrong["hit_a"], pairs["scenario"]).text(),
-                               "difference": test.describe() + verdict}
+            rows[(v, what)] = {
+                "compacted": rate(wrong["hit_b"], pairs["scenario"]).text(),
+                "full history (the floor)": rate(wrong["hit_a"], pairs["scenario"]).text(),
+                "difference": test.describe() + verdict,
+            }
     return pd.DataFrame.from_dict(rows, orient="index") if rows else pd.DataFrame()
 
 
@@ -207,21 +229,38 @@ def next_action_substitutes(actions: pd.DataFrame, top: int = 5) -> pd.DataFrame
     rows = []
     for v in variant_order(scored["variant"].unique()):
         mine = scored[scored["variant"] == v]
-        for (ceiling, compacted), group in mine.groupby(["ceiling", "compacted"]).size().sort_values(
-                ascending=False).head(top).items():
+        for (ceiling, compacted), group in (
+            mine.groupby(["ceiling", "compacted"]).size().sort_values(ascending=False).head(top).items()
+        ):
             lacked = mine[(mine["ceiling"] == ceiling) & (mine["compacted"] == compacted)]["lacked"].notna().sum()
-            rows.append({"variant": v, "full history took": ceiling, "compacted took": compacted, "cuts": int(group),
-                         "the log's step needed a fact the summary lacked": int(lacked)})
+            rows.append(
+                {
+                    "variant": v,
+                    "full history took": ceiling,
+                    "compacted took": compacted,
+                    "cuts": int(group),
+                    "the log's step needed a fact the summary lacked": int(lacked),
+                }
+            )
     return pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame()
 
 
 def next_steps(actions: pd.DataFrame) -> pd.DataFrame:
     """Every cut: the log's step, the full-history agent's (twice) and the compacted agent's, side by
     side, with the fact the log's step needed that the summary lacked (the report's step explorer)."""
-    columns = {"variant": "variant", "scenario": "scenario", "budget": "budget", "before_turn": "before turn",
-               "log": "the log's step", "ceiling": "full history", "ceiling_again": "full history again",
-               "compacted": "compacted", "exact": "agrees", "lacked": "needed, not in the summary",
-               "ceiling_error": "full history failed"}
+    columns = {
+        "variant": "variant",
+        "scenario": "scenario",
+        "budget": "budget",
+        "before_turn": "before turn",
+        "log": "the log's step",
+        "ceiling": "full history",
+        "ceiling_again": "full history again",
+        "compacted": "compacted",
+        "exact": "agrees",
+        "lacked": "needed, not in the summary",
+        "ceiling_error": "full history failed",
+    }
     return actions.reindex(columns=list(columns)).rename(columns=columns).fillna("").set_index("variant")
 
 
@@ -229,8 +268,14 @@ def prompt_sensitivity(retention: pd.DataFrame, control: str) -> pd.DataFrame:
     """Each summary prompt's retention minus the keeps-nothing control's, paired fact by fact:
     near zero, the model is not steered by its summary prompt and prompt comparisons measure noise."""
     comparisons = sensitivity(retention, control)
-    rows = {f"summary: {prompt}": {"retention": f"{c.recall_b:.0%}", f"control ({control})": f"{c.recall_a:.0%}",
-                                   "sensitivity": c.test.describe()} for prompt, c in comparisons.items()}
+    rows = {
+        f"summary: {prompt}": {
+            "retention": f"{c.recall_b:.0%}",
+            f"control ({control})": f"{c.recall_a:.0%}",
+            "sensitivity": c.test.describe(),
+        }
+        for prompt, c in comparisons.items()
+    }
     table = pd.DataFrame.from_dict(rows, orient="index")
     if comparisons:
         best = max(comparisons, key=lambda prompt: comparisons[prompt].recall_b)
@@ -239,8 +284,10 @@ def prompt_sensitivity(retention: pd.DataFrame, control: str) -> pd.DataFrame:
 
 
 def recall_by_kind(df: pd.DataFrame) -> pd.DataFrame:
-    table = {v: {kind: rate_text(g) for kind, g in df[df["variant"] == v].groupby("kind")}
-             for v in variant_order(df["variant"].unique())}
+    table = {
+        v: {kind: rate_text(g) for kind, g in df[df["variant"] == v].groupby("kind")}
+        for v in variant_order(df["variant"].unique())
+    }
     return pd.DataFrame(table).fillna("")
 
 
@@ -256,8 +303,10 @@ def answer_types(df: pd.DataFrame) -> pd.Series:
 
 def recall_by_answer_type(df: pd.DataFrame) -> pd.DataFrame:
     typed = df.assign(answer_type=answer_types(df))
-    table = {v: {t: rate_text(g) for t, g in typed[typed["variant"] == v].groupby("answer_type")}
-             for v in variant_order(df["variant"].unique())}
+    table = {
+        v: {t: rate_text(g) for t, g in typed[typed["variant"] == v].groupby("answer_type")}
+        for v in variant_order(df["variant"].unique())
+    }
     return pd.DataFrame(table).fillna("")
 
 
@@ -281,8 +330,11 @@ def where_lost(df: pd.DataFrame) -> pd.DataFrame:
             "lost: not in summary": int((lost["location"] == "gone").sum()),
             "lost: in summary, not recalled": int((lost["location"] == "summary").sum()),
             "lost: still verbatim": int((lost["location"] == "verbatim").sum()),
-            **({"lost: summary not identified": int((lost["location"] == "unknown").sum())}
-               if (compacted["location"] == "unknown").any() else {}),
+            **(
+                {"lost: summary not identified": int((lost["location"] == "unknown").sum())}
+                if (compacted["location"] == "unknown").any()
+                else {}
+            ),
             "of lost: stale": int((lost["verdict"] == "stale").sum()),
             "of lost: abstained": int((lost["verdict"] == "abstained").sum()),
             "errors": int((group["verdict"] == "error").sum()),
@@ -295,8 +347,10 @@ def survival_by_compactions(df: pd.DataFrame) -> pd.DataFrame:
     """Recall by how many compactions a fact went through (3 and more pooled)."""
     compacted = compacting(df).copy()
     compacted["through"] = compacted["compactions"].clip(upper=3).map(lambda n: "3+" if n == 3 else str(n))
-    table = {v: {t: rate_text(g) for t, g in compacted[compacted["variant"] == v].groupby("through")}
-             for v in variant_order(compacted["variant"].unique())}
+    table = {
+        v: {t: rate_text(g) for t, g in compacted[compacted["variant"] == v].groupby("through")}
+        for v in variant_order(compacted["variant"].unique())
+    }
     return pd.DataFrame(table).fillna("")
 
 
@@ -316,14 +370,21 @@ def summary_costs(compactions: pd.DataFrame, wave_seconds: list[float] | None = 
     rows = {}
     for variant in variant_order(set(made["variant"]) | set(unwritten["variant"])):
         mine = made[made["variant"] == variant]
-        latency = (("mean wait for its batch wave (s)", sum(wave_seconds) / len(wave_seconds)) if wave_seconds
-                   else ("mean latency (s)", mine["latency_s"].mean()))
+        latency = (
+            ("mean wait for its batch wave (s)", sum(wave_seconds) / len(wave_seconds))
+            if wave_seconds
+            else ("mean latency (s)", mine["latency_s"].mean())
+        )
         known = mine[mine["capped"].notna()]
         capped = rate(known["capped"].astype(bool), known["case"]).text() if len(known) else "not recorded"
-        rows[variant] = {"compactions": len(mine), COMPRESSION: round(mine["ratio"].median(), 2) if len(mine) else "n/a",
-                         SUMMARY_TOKENS: round(mine["output_tokens"].median()) if len(mine) else "n/a", AT_CAP: capped,
-                         latency[0]: round(latency[1], 2) if len(mine) else "n/a",
-                         FROM_CACHE: _cache_share(mine)}
+        rows[variant] = {
+            "compactions": len(mine),
+            COMPRESSION: round(mine["ratio"].median(), 2) if len(mine) else "n/a",
+            SUMMARY_TOKENS: round(mine["output_tokens"].median()) if len(mine) else "n/a",
+            AT_CAP: capped,
+            latency[0]: round(latency[1], 2) if len(mine) else "n/a",
+            FROM_CACHE: _cache_share(mine),
+        }
         if len(unwritten):
             rows[variant][NO_SUMMARY] = int((unwritten["variant"] == variant).sum())
     return pd.DataFrame.from_dict(rows, orient="index")

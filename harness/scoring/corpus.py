@@ -24,17 +24,32 @@ class LabelledAnswer:
 def target_of(fact: dict[str, Any], before: list[str]) -> Target:
     """A corpus fact (a scenario fact's fields) as the target its answers are scored against."""
     constraint = bool(fact.get("constraint", False))
-    expected = None if fact.get("expect") == "abstain" else Expectation(
-        str(fact["answer"]), tuple(map(str, fact.get("aliases", []))), fact.get("regex"), fact.get("tolerance"),
-        constraint=constraint)
-    return Target(expected, tuple(Expectation(str(v)) for v in before), tuple(fact.get("distractors", [])),
-                  tuple(Expectation(str(c)) for c in fact.get("confabulations", [])))
+    expected = (
+        None
+        if fact.get("expect") == "abstain"
+        else Expectation(
+            str(fact["answer"]),
+            tuple(map(str, fact.get("aliases", []))),
+            fact.get("regex"),
+            fact.get("tolerance"),
+            constraint=constraint,
+        )
+    )
+    return Target(
+        expected,
+        tuple(Expectation(str(v)) for v in before),
+        tuple(fact.get("distractors", [])),
+        tuple(Expectation(str(c)) for c in fact.get("confabulations", [])),
+    )
 
 
 def load_corpus() -> list[LabelledAnswer]:
     data = yaml.safe_load(resources.files("harness.scoring").joinpath("corpus.yaml").read_text(encoding="utf-8"))
-    return [LabelledAnswer(item["question"], target_of(item["fact"], item.get("before", [])), answer, label)
-            for item in data["facts"] for label, answer in item["answers"]]
+    return [
+        LabelledAnswer(item["question"], target_of(item["fact"], item.get("before", [])), answer, label)
+        for item in data["facts"]
+        for label, answer in item["answers"]
+    ]
 
 
 def judge_items() -> tuple[list[LabelledAnswer], list[LabelledAnswer]]:
@@ -52,10 +67,15 @@ def judge_items() -> tuple[list[LabelledAnswer], list[LabelledAnswer]]:
         found = re.search(rf"(?<!\w){re.escape(expected)}(?!\w)", item.answer, re.IGNORECASE)
         alike = [v for v in values if _shape(v) == _shape(expected)]
         turn = alike.index(expected) + 1  # other facts' values, from the next one on: varied replacements
-        candidates = [*item.target.distractors, *(old.answer for old in item.target.stale), *alike[turn:], *alike[:turn]]
+        candidates = [
+            *item.target.distractors,
+            *(old.answer for old in item.target.stale),
+            *alike[turn:],
+            *alike[:turn],
+        ]
         replacement = next((v for v in candidates if v != expected and v.lower() not in item.answer.lower()), None)
         if found and replacement:
-            answer = item.answer[:found.start()] + replacement + item.answer[found.end():]
+            answer = item.answer[: found.start()] + replacement + item.answer[found.end() :]
             wrong.append(LabelledAnswer(item.question, item.target, answer, "forgot"))
     return right, wrong
 

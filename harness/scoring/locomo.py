@@ -17,6 +17,7 @@ _PUNCTUATION = set(string.punctuation)
 @functools.cache
 def _stemmer():
     from nltk.stem import PorterStemmer  # imported when a LoCoMo fact is first scored
+
     return PorterStemmer()
 
 

@@ -10,13 +10,14 @@ leaky probes and facts missing from their planting turn.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import regex
 
-from .locomo import LOCOMO_NO_ANSWER, locomo_f1, locomo_multi_f1, locomo_tokens
 from .affirmation import CLAUSE_END, affirms, occurrences
+from .locomo import LOCOMO_NO_ANSWER, locomo_f1, locomo_multi_f1, locomo_tokens
 from .normalize import normalize, token_f1, token_recall
 
 
@@ -138,8 +139,11 @@ class LocomoF1:
         if not within:
             return self.score(text, expectation) >= self.threshold
         present = set(locomo_tokens(text))
-        return any(sum(t in present for t in words) / len(words) >= self.threshold
-                   for words in map(locomo_tokens, expectation.values) if words)
+        return any(
+            sum(t in present for t in words) / len(words) >= self.threshold
+            for words in map(locomo_tokens, expectation.values)
+            if words
+        )
 
 
 # A file path as an answer names one: a file name with an extension, or a path with a slash.
@@ -185,11 +189,17 @@ def _forms(item: str) -> list[str]:
 
 
 # How a text says an item of a plan is finished, or still to do: words, and checkboxes ("[x]", "[ ]").
-_DONE = re.compile(r"\b(?:done|finished|completed?|fixed|resolved|implemented|already|has been|have been)\b"
-                   r"|\[[xX]\]|\u2713|\u2714|\u2705", re.IGNORECASE)
-_PENDING = re.compile(r"\b(?:pending|to ?do|remaining|remain|still|next|not yet|in progress|in_progress|ongoing|open"
-                      r"|left|outstanding|upcoming|will|needs? to|yet to|planned|not (?:done|finished|started)"
-                      r"|unfinished|incomplete)\b|\[ \]", re.IGNORECASE)
+_DONE = re.compile(
+    r"\b(?:done|finished|completed?|fixed|resolved|implemented|already|has been|have been)\b"
+    r"|\[[xX]\]|\u2713|\u2714|\u2705",
+    re.IGNORECASE,
+)
+_PENDING = re.compile(
+    r"\b(?:pending|to ?do|remaining|remain|still|next|not yet|in progress|in_progress|ongoing|open"
+    r"|left|outstanding|upcoming|will|needs? to|yet to|planned|not (?:done|finished|started)"
+    r"|unfinished|incomplete)\b|\[ \]",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,24 @@ import functools
 import re
 import unicodedata
 
-_UNITS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen".split())}
+_UNITS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen".split()
+    )
+}
 _TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
 _SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
 _NUMBER_WORD = "|".join([*_UNITS, *_TENS, *_SCALES])
 _NUMBER_PHRASE = re.compile(rf"\b(?:{_NUMBER_WORD})(?:(?:\s+|-|\s+and\s+)(?:{_NUMBER_WORD}))*\b")
 
-_MONTHS = {m: i + 1 for i, m in enumerate(
-    "january february march april may june july august september october november december".split())}
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split()
+    )
+}
 _MONTHS.update({m[:3]: n for m, n in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
@@ -26,11 +34,12 @@ _DATE_PATTERNS = [
     # 2025-03-14 or 2025/03/14
     (re.compile(r"\b(\d{4})[-/](\d{1,2})[-/](\d{1,2})\b"), lambda m: (m[1], m[2], m[3])),
     # March 14, 2025 / Mar 14th / March 14
-    (re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}}){_ORD}\b(?:,?\s+(\d{{4}})\b)?"),
-     lambda m: (m[3], _MONTHS[m[1]], m[2])),
+    (re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}}){_ORD}\b(?:,?\s+(\d{{4}})\b)?"), lambda m: (m[3], _MONTHS[m[1]], m[2])),
     # 14 March 2025 / 14th of March
-    (re.compile(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?({_MONTH})\b\.?(?:,?\s+(\d{{4}})\b)?"),
-     lambda m: (m[3], _MONTHS[m[2]], m[1])),
+    (
+        re.compile(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?({_MONTH})\b\.?(?:,?\s+(\d{{4}})\b)?"),
+        lambda m: (m[3], _MONTHS[m[2]], m[1]),
+    ),
 ]
 
 
@@ -91,7 +100,8 @@ _ARTICLES = {"a", "an", "the"}
 COMMON_WORDS = _ARTICLES | set(
     "and or of to in on at for with by from is are was were be been it its this that these those i you he she "
     "we they me my your his her our their yes no not what which who when where how do does did has have had "
-    "will would can could there here so as if then than but about".split())
+    "will would can could there here so as if then than but about".split()
+)
 
 
 def distinctive(value: str) -> bool:

@@ -39,9 +39,12 @@ def verdict(answer: str, target: Target) -> str:
     recalled = states(answer, target.expected)
     # Naming a near miss beside the answer, or offering an old value as an alternative to it, is a
     # hedge, not recall ("X, not <distractor>" and "it went from <old> to X" are not).
-    confused = (any(affirms(answer, d) for d in target.distractors)
-                or any(offers_both(answer, value, old_value, target.expected.tolerance)
-                       for value in target.expected.values for old in target.stale for old_value in old.values))
+    confused = any(affirms(answer, d) for d in target.distractors) or any(
+        offers_both(answer, value, old_value, target.expected.tolerance)
+        for value in target.expected.values
+        for old in target.stale
+        for old_value in old.values
+    )
     if recalled and not confused:
         return "recalled"
     if not recalled and any(states(answer, old) for old in target.stale):

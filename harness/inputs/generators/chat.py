@@ -1,51 +1,97 @@
 """`harness generate`: seeded synthetic scenarios built for statistical power.
 
 Each scenario plants many facts (every kind: codes, quantities, money, dates, names, places,
-decisions, preferences, and negative constraints: "never send order Amber with Ravelin Freight"), each bound to its own subject ("crate Amber"), in user lines,
-scripted assistant replies and tool results, with neutral filler between them so that
-compaction folds them. Values are drawn from large pools so the no-history control cannot
-guess them; some facts are superseded later and some carry a near-miss distractor. The output
-is ordinary scenario YAML, checked by the same validation as hand-written files before anything
-is written: same seed, same files.
+decisions, preferences, and negative constraints: "never send order Amber with Ravelin Freight"),
+each bound to its own subject ("crate Amber"), in user lines, scripted assistant replies and tool
+results, with neutral filler between them so that compaction folds them. Values are drawn from large
+pools so the no-history control cannot guess them; some facts are superseded later and some carry a
+near-miss distractor. The output is ordinary scenario YAML, checked by the same validation as
+hand-written files before anything is written: same seed, same files.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ...errors import plural
 from ...messages import history_size
 from ..scenario import Scenario
 from ..writer import write_scenarios
 
-TAGS = ("Amber Birch Cobalt Dune Ember Fennel Garnet Harbor Indigo Juniper Kestrel Lantern Marble Nectar "
-        "Onyx Pebble Quartz Russet Saffron Thistle Umber Velvet Willow Yarrow Zephyr Acorn Bramble Cinder "
-        "Drift Flint Gable Heron Ivory Jasper Kelp Lichen Moss Nimbus Orchid Plume Quill Rowan Slate Tansy "
-        "Tundra Vesper Wren Sorrel").split()
-FIRST_NAMES = ("Marta Tomasz Ingrid Kofi Amara Dmitri Leilani Oskar Priya Rafael Sunniva Tariq Yuki Zofia "
-               "Emeka Hedda Ilse Joaquin Katarina Lorcan Mireille Nils Ottilie Paavo Quentin Rosalind Soren "
-               "Thandiwe Ulrike Valentin").split()
-LAST_NAMES = ("Okonkwo Lindqvist Abernathy Castellanos Dvorak Fairweather Gallagher Haraldsen Iwasaki "
-              "Jablonski Kowalczyk Lachance Mbeki Nakamura Oyelaran Pettersen Quintero Rasmussen Szabo "
-              "Thibodeaux Underhill Vasquez Whitcombe Yilmaz Zielinski Achterberg Bellweather Cernak").split()
-CITIES = ("Tromso Ghent Matera Bergamo Tartu Zadar Plovdiv Olomouc Aarhus Coimbra Lucerne Bilbao Split "
-          "Kaunas Graz Bruges Trieste Lublin Uppsala Nantes Salzburg Ljubljana Debrecen Turku Cluj Brno "
-          "Malmo Gdansk Porto Valletta Innsbruck Leuven Ulm Arezzo Pecs Sibiu").split()
-VENDORS = ("Brightwell Quorrin Halvard Tessmark Orlovane Pendrake Valcourt Brindlemoor Castoria Wexley "
-           "Marrowgate Solvane Fennick Ostrava Kilbride Lowenthal Ravensholm Tidewater Ambergate "
-           "Cresswell").split()
-PREFERENCES = ("rooibos tea", "a north-facing room", "oat porridge", "the night ferry", "linen sheets",
-               "paper invoices", "a standing desk", "jasmine rice", "the corner booth", "morning calls",
-               "fountain pens", "a ground-floor room", "sparkling water", "the coastal route", "wool blankets",
-               "printed tickets", "a quiet carriage", "buckwheat pancakes", "the late train", "cedar soap")
-COURIERS = ("Ravelin Freight", "Tessaro Express", "Highmoor Logistics", "Corvane Post", "Blackfen Carriers",
-            "Ashdown Parcel", "Vellum Courier", "Kestrel Haulage", "Oakhurst Delivery", "Marrow Lane Shipping",
-            "Pellham Cargo", "Stonebridge Dispatch", "Quillon Transport", "Larkspur Logistics", "Fenwick Couriers",
-            "Drayton Freight", "Holloway Express", "Ironvale Post", "Saltmarsh Carriers", "Brackwater Delivery")
+TAGS = (
+    "Amber Birch Cobalt Dune Ember Fennel Garnet Harbor Indigo Juniper Kestrel Lantern Marble Nectar "
+    "Onyx Pebble Quartz Russet Saffron Thistle Umber Velvet Willow Yarrow Zephyr Acorn Bramble Cinder "
+    "Drift Flint Gable Heron Ivory Jasper Kelp Lichen Moss Nimbus Orchid Plume Quill Rowan Slate Tansy "
+    "Tundra Vesper Wren Sorrel"
+).split()
+FIRST_NAMES = (
+    "Marta Tomasz Ingrid Kofi Amara Dmitri Leilani Oskar Priya Rafael Sunniva Tariq Yuki Zofia "
+    "Emeka Hedda Ilse Joaquin Katarina Lorcan Mireille Nils Ottilie Paavo Quentin Rosalind Soren "
+    "Thandiwe Ulrike Valentin"
+).split()
+LAST_NAMES = (
+    "Okonkwo Lindqvist Abernathy Castellanos Dvorak Fairweather Gallagher Haraldsen Iwasaki "
+    "Jablonski Kowalczyk Lachance Mbeki Nakamura Oyelaran Pettersen Quintero Rasmussen Szabo "
+    "Thibodeaux Underhill Vasquez Whitcombe Yilmaz Zielinski Achterberg Bellweather Cernak"
+).split()
+CITIES = (
+    "Tromso Ghent Matera Bergamo Tartu Zadar Plovdiv Olomouc Aarhus Coimbra Lucerne Bilbao Split "
+    "Kaunas Graz Bruges Trieste Lublin Uppsala Nantes Salzburg Ljubljana Debrecen Turku Cluj Brno "
+    "Malmo Gdansk Porto Valletta Innsbruck Leuven Ulm Arezzo Pecs Sibiu"
+).split()
+VENDORS = (
+    "Brightwell Quorrin Halvard Tessmark Orlovane Pendrake Valcourt Brindlemoor Castoria Wexley "
+    "Marrowgate Solvane Fennick Ostrava Kilbride Lowenthal Ravensholm Tidewater Ambergate "
+    "Cresswell"
+).split()
+PREFERENCES = (
+    "rooibos tea",
+    "a north-facing room",
+    "oat porridge",
+    "the night ferry",
+    "linen sheets",
+    "paper invoices",
+    "a standing desk",
+    "jasmine rice",
+    "the corner booth",
+    "morning calls",
+    "fountain pens",
+    "a ground-floor room",
+    "sparkling water",
+    "the coastal route",
+    "wool blankets",
+    "printed tickets",
+    "a quiet carriage",
+    "buckwheat pancakes",
+    "the late train",
+    "cedar soap",
+)
+COURIERS = (
+    "Ravelin Freight",
+    "Tessaro Express",
+    "Highmoor Logistics",
+    "Corvane Post",
+    "Blackfen Carriers",
+    "Ashdown Parcel",
+    "Vellum Courier",
+    "Kestrel Haulage",
+    "Oakhurst Delivery",
+    "Marrow Lane Shipping",
+    "Pellham Cargo",
+    "Stonebridge Dispatch",
+    "Quillon Transport",
+    "Larkspur Logistics",
+    "Fenwick Couriers",
+    "Drayton Freight",
+    "Holloway Express",
+    "Ironvale Post",
+    "Saltmarsh Carriers",
+    "Brackwater Delivery",
+)
 MONTHS = ("January February March April May June July August September October November December").split()
 FILLER = (
     "It helps to keep the overall plan simple and to revisit it once everything is settled.",
@@ -61,9 +107,14 @@ FILLER = (
     "Small details matter, but they rarely need a decision right away.",
     "It is often easier to confirm arrangements in writing than over the phone.",
 )
-FILLER_QUESTIONS = ("Any general advice before we go on?", "What else should I keep in mind?",
-                    "Anything I might be forgetting?", "How should we organise the rest?",
-                    "Can you give me a few general tips?", "What would you suggest next?")
+FILLER_QUESTIONS = (
+    "Any general advice before we go on?",
+    "What else should I keep in mind?",
+    "Anything I might be forgetting?",
+    "How should we organise the rest?",
+    "Can you give me a few general tips?",
+    "What would you suggest next?",
+)
 
 
 @dataclass(frozen=True)
@@ -120,35 +171,61 @@ def _pick(pool: tuple[str, ...] | list[str]) -> Callable[[random.Random], tuple[
     def draw(rng: random.Random) -> tuple[str, str]:
         value = rng.choice(pool)
         return value, value
+
     return draw
 
 
 KINDS = (
-    Kind("identifier", "parcel", _code, "The tracking code for {subject} is {value}.",
-         "What is the tracking code for {subject}?", _swap_digits),
-    Kind("number", "crate", _quantity, "{subject} weighs {value} kg.",
-         "How many kilograms does {subject} weigh?",
-         lambda rng, v: str(int(v) + rng.choice([-10, 10, 100]))),
-    Kind("money", "invoice", _money, "{subject} comes to {value} euros.",
-         "How many euros does {subject} come to?"),
-    Kind("date", "shipment", _date, "{subject} arrives on {value}.",
-         "On what date does {subject} arrive?"),
-    Kind("name", "project", _person, "The lead for {subject} is {value}.",
-         "Who is the lead for {subject}?", _other_surname),
-    Kind("place", "workshop", _pick(CITIES), "{subject} is in {value}.",
-         "In which city is {subject}?"),
-    Kind("decision", "team", _pick(VENDORS), "For {subject} we decided on the vendor {value}.",
-         "Which vendor did we decide on for {subject}?"),
-    Kind("preference", "guest", _pick(PREFERENCES), "{subject} prefers {value}.",
-         "What does {subject} prefer?"),
+    Kind(
+        "identifier",
+        "parcel",
+        _code,
+        "The tracking code for {subject} is {value}.",
+        "What is the tracking code for {subject}?",
+        _swap_digits,
+    ),
+    Kind(
+        "number",
+        "crate",
+        _quantity,
+        "{subject} weighs {value} kg.",
+        "How many kilograms does {subject} weigh?",
+        lambda rng, v: str(int(v) + rng.choice([-10, 10, 100])),
+    ),
+    Kind("money", "invoice", _money, "{subject} comes to {value} euros.", "How many euros does {subject} come to?"),
+    Kind("date", "shipment", _date, "{subject} arrives on {value}.", "On what date does {subject} arrive?"),
+    Kind(
+        "name",
+        "project",
+        _person,
+        "The lead for {subject} is {value}.",
+        "Who is the lead for {subject}?",
+        _other_surname,
+    ),
+    Kind("place", "workshop", _pick(CITIES), "{subject} is in {value}.", "In which city is {subject}?"),
+    Kind(
+        "decision",
+        "team",
+        _pick(VENDORS),
+        "For {subject} we decided on the vendor {value}.",
+        "Which vendor did we decide on for {subject}?",
+    ),
+    Kind("preference", "guest", _pick(PREFERENCES), "{subject} prefers {value}.", "What does {subject} prefer?"),
     # A negative constraint: the value is what must never happen (restating "never X" is recall).
-    Kind("constraint", "order", _pick(COURIERS), "Never send {subject} with {value}.",
-         "Which courier must never carry {subject}?"),
+    Kind(
+        "constraint",
+        "order",
+        _pick(COURIERS),
+        "Never send {subject} with {value}.",
+        "Which courier must never carry {subject}?",
+    ),
 )
-LOOKUP_TOOL = {"name": "lookup_record", "description": "Look up the record of a parcel, crate, invoice, "
-               "shipment, project, workshop, team, guest or order.",
-               "input_schema": {"type": "object", "properties": {"subject": {"type": "string"}}},
-               "result": "No further records."}
+LOOKUP_TOOL = {
+    "name": "lookup_record",
+    "description": "Look up the record of a parcel, crate, invoice, shipment, project, workshop, team, guest or order.",
+    "input_schema": {"type": "object", "properties": {"subject": {"type": "string"}}},
+    "result": "No further records.",
+}
 
 
 @dataclass(frozen=True)
@@ -204,11 +281,14 @@ def _planting_turn(channel: str, subject: str, statement: str) -> dict:
         return {"user": f"Please note this down. {statement}", "assistant": "Noted."}
     if channel == "assistant":
         return {"user": f"What do we have on file for {subject}?", "assistant": f"According to the file: {statement}"}
-    return {"user": f"Can you look up {subject}?",
-            "assistant": {"text": "Let me check the records.",
-                          "tool_calls": [{"tool": "lookup_record", "input": {"subject": subject},
-                                          "result": statement}],
-                          "final": f"I found the record for {subject}."}}
+    return {
+        "user": f"Can you look up {subject}?",
+        "assistant": {
+            "text": "Let me check the records.",
+            "tool_calls": [{"tool": "lookup_record", "input": {"subject": subject}, "result": statement}],
+            "final": f"I found the record for {subject}.",
+        },
+    }
 
 
 def scenario(options: Options, index: int) -> dict:
@@ -224,8 +304,13 @@ def scenario(options: Options, index: int) -> dict:
         written, answer = kind.draw(rng)
         statement = kind.statement.format(subject=subject, value=written)
         statement = statement[0].upper() + statement[1:]
-        fact = {"id": f"{kind.noun}-{tag.lower()}", "kind": kind.name, "subject": subject, "answer": answer,
-                "probe": kind.question.format(subject=subject)}
+        fact = {
+            "id": f"{kind.noun}-{tag.lower()}",
+            "kind": kind.name,
+            "subject": subject,
+            "answer": answer,
+            "probe": kind.question.format(subject=subject),
+        }
         if kind.near_miss and rng.random() < options.distract:
             miss = kind.near_miss(rng, written)
             statement += f" Do not confuse it with {miss}, which belongs to another record."
@@ -241,14 +326,21 @@ def scenario(options: Options, index: int) -> dict:
             new_written, new_answer = kind.draw(rng)
             while new_answer == fact["answer"]:
                 new_written, new_answer = kind.draw(rng)
-            turns.append({"user": f"Correction for {subject}: it is now {new_written}, not {old}.",
-                          "assistant": "Thanks, I have updated it.",
-                          "supersedes": [{"fact": fact["id"], "answer": new_answer}]})
+            turns.append(
+                {
+                    "user": f"Correction for {subject}: it is now {new_written}, not {old}.",
+                    "assistant": "Thanks, I have updated it.",
+                    "supersedes": [{"fact": fact["id"], "answer": new_answer}],
+                }
+            )
     turns += _filler_turns(rng, options) or [{"user": rng.choice(FILLER_QUESTIONS), "assistant": FILLER[0]}]
-    return {"id": f"gen-{options.seed}-{index:03d}",
-            "description": f"Generated by harness generate (seed {options.seed}, scenario {index}): "
-                           f"{plural(options.facts, 'fact')} with filler between them.",
-            "tools": [LOOKUP_TOOL], "turns": turns}
+    return {
+        "id": f"gen-{options.seed}-{index:03d}",
+        "description": f"Generated by harness generate (seed {options.seed}, scenario {index}): "
+        f"{plural(options.facts, 'fact')} with filler between them.",
+        "tools": [LOOKUP_TOOL],
+        "turns": turns,
+    }
 
 
 def generate(options: Options, out: Path) -> list[Path]:
@@ -258,7 +350,10 @@ def generate(options: Options, out: Path) -> list[Path]:
     def long_enough(played: Scenario) -> None:
         size = history_size(played.scripted_history())  # measured as the runner measures budgets
         if options.budget is not None and size <= options.budget:
-            raise ValueError(f"scenario {played.id} is {size:,} characters long, not over the budget of "
-                             f"{options.budget:,}: compaction would never fire; add facts or filler")
+            raise ValueError(
+                f"scenario {played.id} is {size:,} characters long, not over the budget of "
+                f"{options.budget:,}: compaction would never fire; add facts or filler"
+            )
+
     made = [scenario(options, index) for index in range(options.scenarios)]
     return [path for path, _ in write_scenarios(made, out, "harness generate", long_enough)]

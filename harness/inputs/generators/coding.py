@@ -63,29 +63,61 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
 
     def ident() -> str:  # a function name in the toolchain's style
         return f"{word()}_{word()}" if chain.name == "python" else f"{word()}{word().capitalize()}"
+
     package = pronounceable(rng)
     folder = f"src/{package}" if chain.name == "typescript" else package
     modules = [f"{folder}/{pronounceable(rng)}{chain.extension}" for _ in range(5)]
     test = chain.test_path(folder, pronounceable(rng))
-    function, renamed, case = ident(), ident(), f"test_{word()}_{word()}" if chain.name == "python" else \
-        f"Test{word().capitalize()}{word().capitalize()}"
+    function, renamed, case = (
+        ident(),
+        ident(),
+        f"test_{word()}_{word()}" if chain.name == "python" else f"Test{word().capitalize()}{word().capitalize()}",
+    )
     protected, generated = f"{folder}/{word()}_schema{chain.extension}", f"{folder}/{word()}_generated{chain.extension}"
     hashes = [f"{rng.getrandbits(28):07x}" for _ in range(6)]
     culprit, ticket = rng.choice(hashes[:3]), str(rng.randint(1000, 9899))
-    variable, port = f"{package.upper()}_{rng.choice(['TIMEOUT_MS', 'CACHE_DIR', 'REGION', 'POOL_SIZE'])}", rng.randint(3000, 9899)
+    variable, port = (
+        f"{package.upper()}_{rng.choice(['TIMEOUT_MS', 'CACHE_DIR', 'REGION', 'POOL_SIZE'])}",
+        rng.randint(3000, 9899),
+    )
     major = rng.randint(1, 4)
-    dependency, old, new = pronounceable(rng, 2), f"{major}.{rng.randint(0, 9)}.{rng.randint(0, 9)}", \
-        f"{major + 1}.{rng.randint(0, 9)}.{rng.randint(0, 9)}"
-    values = dict(test=test, case=case, function=function, renamed=renamed, module=modules[0], package=package,
-                  dependency=dependency, old=old, new=new, ticket=ticket, flag=f"{word()}-{word()}",
-                  config=f"config/{word()}.yaml", version=str(rng.randint(3, 9)))
+    dependency, old, new = (
+        pronounceable(rng, 2),
+        f"{major}.{rng.randint(0, 9)}.{rng.randint(0, 9)}",
+        f"{major + 1}.{rng.randint(0, 9)}.{rng.randint(0, 9)}",
+    )
+    values = dict(
+        test=test,
+        case=case,
+        function=function,
+        renamed=renamed,
+        module=modules[0],
+        package=package,
+        dependency=dependency,
+        old=old,
+        new=new,
+        ticket=ticket,
+        flag=f"{word()}-{word()}",
+        config=f"config/{word()}.yaml",
+        version=str(rng.randint(3, 9)),
+    )
     plan = [item.format(**values) for item in archetype.plan]
     first, second = (approach.format(x=word()) for approach in archetype.approaches)
     chosen, other = (first, second) if rng.random() < 0.5 else (second, first)
-    failure = Failure(test, case, modules[0], function, rng.choice(chain.errors),
-                      f"'{word()}_{word()}' missing from {function} result", rng.randint(2, 9), rng.randint(20, 80))
-    request = (f"{archetype.request.format(**values)} Don't edit {protected}, another team owns it. "
-               "Don't use grep; use rg instead.")
+    failure = Failure(
+        test,
+        case,
+        modules[0],
+        function,
+        rng.choice(chain.errors),
+        f"'{word()}_{word()}' missing from {function} result",
+        rng.randint(2, 9),
+        rng.randint(20, 80),
+    )
+    request = (
+        f"{archetype.request.format(**values)} Don't edit {protected}, another team owns it. "
+        "Don't use grep; use rg instead."
+    )
     run_tests = chain.test_command(test)
 
     def call(tool: str, result: str, error: bool = False, **arguments) -> Call:
@@ -98,8 +130,14 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
         return Step(None, [call("Read", chain.source(rng, list(names), options.file_chars, word), file_path=path)])
 
     def todo(finished: int) -> Step:  # the plan as Claude Code's TodoWrite writes it
-        todos = [{"content": item, "status": "completed" if i < finished else "in_progress" if i == finished
-                  else "pending", "activeForm": item} for i, item in enumerate(plan)]
+        todos = [
+            {
+                "content": item,
+                "status": "completed" if i < finished else "in_progress" if i == finished else "pending",
+                "activeForm": item,
+            }
+            for i, item in enumerate(plan)
+        ]
         return Step(None, [call("TodoWrite", "Todos have been modified successfully.", todos=todos)])
 
     def search(symbol: str) -> Step:
@@ -107,15 +145,26 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
         return bash(f"rg -n {symbol} {folder}/", hits)
 
     def edit(path: str, before: str, after: str, refused: bool = False) -> Step:
-        result = (f"<tool_use_error>String to replace not found in file.\nString: {before}</tool_use_error>" if refused
-                  else f"The file {path} has been updated.")
+        result = (
+            f"<tool_use_error>String to replace not found in file.\nString: {before}</tool_use_error>"
+            if refused
+            else f"The file {path} has been updated."
+        )
         return Step(None, [call("Edit", result, refused, file_path=path, old_string=before, new_string=after)])
-    log_lines = "\n".join(f"{h} {word().capitalize()} {word()} {word()}" + (f" (ticket #{ticket})" if h == culprit else "")
-                          for h in hashes)
-    install = "\n".join(f"{chain.install.split()[0]}: fetched {word()}-{rng.randint(1, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}"
-                        for _ in range(max(8, options.file_chars // 60)))
-    decision = Step(f"There are two ways to fix this: {chosen}, or {other}. I'll {chosen}, because the other would "
-                    f"hide the error in {modules[0]}.", read(modules[2]).calls)
+
+    log_lines = "\n".join(
+        f"{h} {word().capitalize()} {word()} {word()}" + (f" (ticket #{ticket})" if h == culprit else "")
+        for h in hashes
+    )
+    install = "\n".join(
+        f"{chain.install.split()[0]}: fetched {word()}-{rng.randint(1, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}"
+        for _ in range(max(8, options.file_chars // 60))
+    )
+    decision = Step(
+        f"There are two ways to fix this: {chosen}, or {other}. I'll {chosen}, because the other would "
+        f"hide the error in {modules[0]}.",
+        read(modules[2]).calls,
+    )
     before = [
         bash(run_tests, chain.failure(failure, rng), error=True),
         todo(1),
@@ -123,10 +172,16 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
         read(modules[0], (function,)),
         search(function),
         bash(chain.install, install),
-        bash(f"git show {culprit} --stat", f"commit {culprit}\n {modules[0]} | {rng.randint(2, 40)} "
-                                           f"{'+' * rng.randint(1, 9)}{'-' * rng.randint(1, 9)}\n 1 file changed"),
+        bash(
+            f"git show {culprit} --stat",
+            f"commit {culprit}\n {modules[0]} | {rng.randint(2, 40)} "
+            f"{'+' * rng.randint(1, 9)}{'-' * rng.randint(1, 9)}\n 1 file changed",
+        ),
         bash("cat .env.example", f"{variable}={rng.randint(10, 900)}\n{package.upper()}_LOG_LEVEL=info"),
-        bash(chain.serve.format(package=package), f"Listening on http://127.0.0.1:{port} (pid {rng.randint(2000, 60000)})"),
+        bash(
+            chain.serve.format(package=package),
+            f"Listening on http://127.0.0.1:{port} (pid {rng.randint(2000, 60000)})",
+        ),
         decision,
         edit(modules[0], f"limit={rng.randint(2, 9)}", "limit=None", refused=True),
         read(modules[0], (function,)),
@@ -153,18 +208,29 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
         todo(4),
         bash(f"git commit -am 'Fix {function} (ticket #{ticket})'", f"[main {rng.getrandbits(28):07x}] Fix {function}"),
     ]
-    message = (f"Update from the team: {protected} is ours now, so you may edit it if the fix needs it. "
-               f"Instead, don't edit {generated}: it is generated from the schema.")
+    message = (
+        f"Update from the team: {protected} is ours now, so you may edit it if the fix needs it. "
+        f"Instead, don't edit {generated}: it is generated from the schema."
+    )
     final = f"Done: {test} passes again; I changed {modules[0]} and {protected}."
-    log = Session(f"coding-{options.seed}-{index:03d}",
-                  f"Synthetic coding session (harness generate --kind coding, seed {options.seed}, {options.steps} "
-                  f"tool steps): {archetype.name} in {chain.name}; a plan, a refused edit, a failed command, "
-                  "identifiers reused, a constraint changed mid-session, a decision between two approaches.",
-                  [Exchange(request, before, "Carrying on with the plan."), Exchange(message, after, final)])
+    log = Session(
+        f"coding-{options.seed}-{index:03d}",
+        f"Synthetic coding session (harness generate --kind coding, seed {options.seed}, {options.steps} "
+        f"tool steps): {archetype.name} in {chain.name}; a plan, a refused edit, a failed command, "
+        "identifiers reused, a constraint changed mid-session, a decision between two approaches.",
+        [Exchange(request, before, "Carrying on with the plan."), Exchange(message, after, final)],
+    )
     turn = next(t for t, where in enumerate(layout(log)) if where.step is decision)
     assert chosen in turn_text(log, layout(log)[turn])
-    fact = {"id": "decision", "kind": "decision", "answer": chosen, "match": "f1", "f1_threshold": 0.6,
-            "probe": "Of the two approaches to the fix you weighed, which one did you decide on?", "_turn": turn}
+    fact = {
+        "id": "decision",
+        "kind": "decision",
+        "answer": chosen,
+        "match": "f1",
+        "f1_threshold": 0.6,
+        "probe": "Of the two approaches to the fix you weighed, which one did you decide on?",
+        "_turn": turn,
+    }
     return log, fact
 
 

@@ -5,10 +5,11 @@ re-drawn value; nothing else changes.
 
 A value is re-drawn word by word, one map for the whole scenario, so a path and its file name
 change together ('src/kivo/loader.py' and 'loader.py' become 'src/mado/tepira.py' and 'tepira.py'):
-a made-up word for each word of three letters or more (each part of a camel-case name), and new digits for each run of two or more,
-keeping case, punctuation and length. Words everyone shares stay (shell commands, common path
-parts, file extensions, English function words), so 'pytest tests/test_cart.py' keeps its
-'pytest' and 'tests'. Left as they are, and listed: values of paraphrased facts (`literal: false`
+a made-up word for each word of three letters or more (each part of a camel-case name), and new
+digits for each run of two or more, keeping case, punctuation and length. Words everyone shares stay
+(shell commands, common path parts, file extensions, English function words), so 'pytest
+tests/test_cart.py' keeps its 'pytest' and 'tests'. Left as they are, and listed: values of
+paraphrased facts (`literal: false`
 or `match: f1`: a sentence re-drawn word by word is no longer one), values under three characters
 (their occurrences cannot be told from other text), and facts with a `regex`.
 
@@ -32,14 +33,16 @@ from ..scenario import load_scenario
 from ..writer import write_scenarios
 from .coding import pronounceable
 
-SHARED_WORDS = frozenset("""
+SHARED_WORDS = frozenset(
+    """
 python python3 pytest pip npm node yarn git grep rg cat ls cd rm mv cp sed awk echo find make bash sh zsh curl
 cargo go run test tests src lib app main index init setup config docs bin build dist open edit create submit
 find_file search_dir search_file scroll_down scroll_up goto with the and for from into that this not you your
 error exception warning failure failed passed
 are was were has have had its our their py js ts tsx jsx go rs rb java json yaml yml toml md txt cfg ini html css
 sql csv log lock sh
-""".split())
+""".split()
+)
 # Words of three letters or more (camel case split: 'KeyError' is 'Key' and 'Error'), runs of two digits or more.
 _WORD = re.compile(r"[A-Z][a-z]{2,}|[a-z]{3,}|[A-Z]{3,}(?![a-z])|\d{2,}")
 
@@ -49,7 +52,7 @@ def redraw_word(word: str, rng: random.Random) -> str:
     if word.isdigit():
         first = rng.choice("123456789") if word[0] != "0" else "0"
         return first + "".join(rng.choice("0123456789") for _ in word[1:])
-    made = pronounceable(rng, len(word) // 2 + 1)[:len(word)]
+    made = pronounceable(rng, len(word) // 2 + 1)[: len(word)]
     if word.isupper():
         return made.upper()
     return made.capitalize() if word[0].isupper() else made
@@ -72,6 +75,7 @@ class Redraw:
                     pass
                 self.words[found] = new
             return self.words[found]
+
         return _WORD.sub(word, value)
 
 
@@ -91,8 +95,11 @@ def values_of(data: dict[str, Any]) -> tuple[list[str], list[str]]:
         for change in turn.get("supersedes", []):
             values += [change.get("answer"), *change.get("aliases", [])]
     # A value with no word of its own ('pytest -q', '42') stays: there is nothing in it to re-draw.
-    values = {v for v in values if isinstance(v, str) and len(v) >= 3 and any(
-        m[0].lower() not in SHARED_WORDS for m in _WORD.finditer(v))}
+    values = {
+        v
+        for v in values
+        if isinstance(v, str) and len(v) >= 3 and any(m[0].lower() not in SHARED_WORDS for m in _WORD.finditer(v))
+    }
     return sorted(values, key=len, reverse=True), kept
 
 
@@ -107,8 +114,11 @@ def variant(data: dict[str, Any], values: list[str], rng: random.Random, number:
 
     def rewrite(value: Any, key: str | None = None) -> Any:
         if isinstance(value, str):
-            return value if key in ("probe", "id", "kind", "fact", "match", "description") else \
-                pattern.sub(lambda m: changed[m[0]], value)
+            return (
+                value
+                if key in ("probe", "id", "kind", "fact", "match", "description")
+                else pattern.sub(lambda m: changed[m[0]], value)
+            )
         if isinstance(value, list):
             return [rewrite(item, key) for item in value]
         if isinstance(value, dict):
@@ -117,9 +127,12 @@ def variant(data: dict[str, Any], values: list[str], rng: random.Random, number:
 
     copy = {k: rewrite(v, k) for k, v in data.items() if k not in ("id", "description", "variant_of")}
     origin = data.get("variant_of", data["id"])
-    return {"id": f"{data['id']}-v{number}",
-            "description": f"{data['description']} (variant {number} of {origin}: fact values re-drawn)",
-            "variant_of": origin, **copy}
+    return {
+        "id": f"{data['id']}-v{number}",
+        "description": f"{data['description']} (variant {number} of {origin}: fact values re-drawn)",
+        "variant_of": origin,
+        **copy,
+    }
 
 
 def generate_variants(path: Path, count: int, seed: int, out: Path) -> tuple[list[Path], int, list[str]]:
@@ -131,4 +144,3 @@ def generate_variants(path: Path, count: int, seed: int, out: Path) -> tuple[lis
     scenarios = [variant(data, values, random.Random(f"{seed}-{n}"), n) for n in range(1, count + 1)]
     written = write_scenarios(scenarios, out, path)
     return [p for p, _ in written], len(values), kept
-

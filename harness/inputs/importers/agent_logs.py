@@ -7,9 +7,9 @@ others are written."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from pydantic import Field
 
@@ -59,12 +59,14 @@ class Imported:
         steps = sum(1 for t in turns if t.assistant and t.assistant.tool_calls)
         kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.facts_by_kind.items())) or "none"
         secrets = ", ".join(f"{n} {kind}" for kind, n in sorted(self.redactions.items()))
-        lines = [f"{self.source} -> {self.path}",
-                 f"  {plural(exchanges, 'exchange')}, {plural(len(turns), 'turn')}, {plural(steps, 'tool step')}, "
-                 f"{plural(len(calls), 'tool call')}, {chars:,} characters",
-                 f"  facts: {kinds}",
-                 f"  recorded compactions: {recorded}" + ("" if recorded else " (the log holds none)"),
-                 f"  secrets redacted: {sum(self.redactions.values())}" + (f" ({secrets})" if secrets else "")]
+        lines = [
+            f"{self.source} -> {self.path}",
+            f"  {plural(exchanges, 'exchange')}, {plural(len(turns), 'turn')}, {plural(steps, 'tool step')}, "
+            f"{plural(len(calls), 'tool call')}, {chars:,} characters",
+            f"  facts: {kinds}",
+            f"  recorded compactions: {recorded}" + ("" if recorded else " (the log holds none)"),
+            f"  secrets redacted: {sum(self.redactions.values())}" + (f" ({secrets})" if secrets else ""),
+        ]
         if self.capped:
             lines.append(f"  tool outputs capped: {self.capped}")
         lines += [f"  note: {note}" for note in self.notes]
@@ -78,8 +80,9 @@ class OverlayFact(Fact):
     session: str | None = Field(default=None, description="The scenario id, when the import writes several.")
 
 
-def import_logs(fmt: str, files: list[Path], out_dir: Path, options: Options
-                ) -> tuple[list[Imported], list[InputError]]:
+def import_logs(
+    fmt: str, files: list[Path], out_dir: Path, options: Options
+) -> tuple[list[Imported], list[InputError]]:
     """Import every session of `files`: the scenarios written, and what was refused (a file that is
     not a log of the format, a session with nothing to import, one too large, one that does not
     validate), each refusal an error naming its file. Raises the first refusal (the others attached)
@@ -99,19 +102,32 @@ def import_logs(fmt: str, files: list[Path], out_dir: Path, options: Options
             secrets = redact(session) if options.redact else Counter()
             read.append((path, session, capped, secrets))
     ids = Counter(session.id for _, session, _, _ in read)
-    for n, (path, session, _, _) in enumerate(read):
+    for n, (_, session, _, _) in enumerate(read):
         if ids[session.id] > 1:  # two files with one name in different folders
             session.id = f"{session.id}-{n + 1}"
     facts = [derive(session, options.continuation_every) for _, session, _, _ in read]
     if options.overlay:
         _add_overlay(options.overlay, [session for _, session, _, _ in read], facts)
-    written, invalid = write_imported([to_scenario(session, by_turn) for (_, session, _, _), by_turn in zip(read, facts)],
-                                      out_dir, [str(path) for path, _, _, _ in read])
+    written, invalid = write_imported(
+        [to_scenario(session, by_turn) for (_, session, _, _), by_turn in zip(read, facts)],
+        out_dir,
+        [str(path) for path, _, _, _ in read],
+    )
     refused += invalid
     kept = {w.scenario.id: w for w in written}
-    imported = [Imported(source, kept[session.id].path, kept[session.id].scenario, session.notes + kept[session.id].notes,
-                         secrets, capped, Counter(f.kind for turn in kept[session.id].scenario.turns for f in turn.facts))
-                for (source, session, capped, secrets) in read if session.id in kept]
+    imported = [
+        Imported(
+            source,
+            kept[session.id].path,
+            kept[session.id].scenario,
+            session.notes + kept[session.id].notes,
+            secrets,
+            capped,
+            Counter(f.kind for turn in kept[session.id].scenario.turns for f in turn.facts),
+        )
+        for (source, session, capped, secrets) in read
+        if session.id in kept
+    ]
     if not imported:
         first, *others = refused or [InputError(files[0], "nothing to import")]
         first.others = others
@@ -125,15 +141,26 @@ def _too_large(session: Session, max_tool_output: int | None) -> str | None:
     seconds; YAML's quoting is allowed for by a margin."""
     room = int(MAX_FILE_BYTES * 0.8)
     outputs = sorted(len(call.result or "") for call in session.calls())
-    words = sum(len(value) for holder, key in session.strings() if isinstance(
-        value := holder[key] if isinstance(holder, (dict, list)) else getattr(holder, key), str)) - sum(outputs)
-    capped = [min(n, max_tool_output) + CAP_MARK if max_tool_output is not None and n > max_tool_output else n for n in outputs]
+    words = sum(
+        len(value)
+        for holder, key in session.strings()
+        if isinstance(value := holder[key] if isinstance(holder, (dict, list)) else getattr(holder, key), str)
+    ) - sum(outputs)
+    capped = [
+        min(n, max_tool_output) + CAP_MARK if max_tool_output is not None and n > max_tool_output else n
+        for n in outputs
+    ]
     if words + sum(capped) <= room:
         return None
-    size = f"the session is about {words + sum(capped):,} characters, more than a scenario file holds ({MAX_FILE_BYTES:,} bytes)"
+    size = (
+        f"the session is about {words + sum(capped):,} characters, more than a scenario file holds "
+        f"({MAX_FILE_BYTES:,} bytes)"
+    )
     if words + CAP_MARK * len(outputs) > room:
-        return (f"{size}: its {plural(len(outputs), 'tool call')} and the agent's words alone are {words:,} characters, "
-                "so capping tool outputs cannot make it fit; import a part of the log (split the file)")
+        return (
+            f"{size}: its {plural(len(outputs), 'tool call')} and the agent's words alone are {words:,} characters, "
+            "so capping tool outputs cannot make it fit; import a part of the log (split the file)"
+        )
     cap_to = _largest_cap(outputs, room - words)
     return f"{size}: import it with `--max-tool-output {cap_to}` (tool outputs cut to {cap_to:,} characters)"
 
@@ -170,11 +197,15 @@ def _add_overlay(path: Path, sessions: list[Session], facts: list[dict[int, list
     for i, raw in enumerate(doc.data["facts"]):
         fact: OverlayFact = doc.validate(OverlayFact, ("facts", i))
         if fact.session is None and len(sessions) > 1:
-            raise doc.error(("facts", i), f"this import writes {len(sessions)} scenarios ({', '.join(by_id)}): "
-                                          "say which with `session`")
+            raise doc.error(
+                ("facts", i),
+                f"this import writes {len(sessions)} scenarios ({', '.join(by_id)}): say which with `session`",
+            )
         if fact.session is not None and fact.session not in by_id:
-            raise doc.error(("facts", i, "session"), f"no imported session {fact.session!r}"
-                                                     f"{did_you_mean(fact.session, list(by_id))}")
+            raise doc.error(
+                ("facts", i, "session"),
+                f"no imported session {fact.session!r}{did_you_mean(fact.session, list(by_id))}",
+            )
         n = by_id.get(fact.session, 0)
         turns = layout(sessions[n])
         if fact.turn >= len(turns):
@@ -183,6 +214,12 @@ def _add_overlay(path: Path, sessions: list[Session], facts: list[dict[int, list
         if fact.id in taken:
             raise doc.error(("facts", i, "id"), f"a derived fact already has the id {fact.id!r}")
         text = turn_text(sessions[n], turns[fact.turn])
-        if fact.literal and fact.probe_at is None and fact.answer and not fact.items and not mentions(text, fact.answer):
+        if (
+            fact.literal
+            and fact.probe_at is None
+            and fact.answer
+            and not fact.items
+            and not mentions(text, fact.answer)
+        ):
             raise doc.error(("facts", i, "answer"), f"{fact.answer!r} does not occur in turn {fact.turn}")
         facts[n].setdefault(fact.turn, []).append({k: v for k, v in raw.items() if k not in ("turn", "session")})

@@ -24,7 +24,9 @@ from .session import Builder, Session, slug, text_of, tool_use_call
 
 
 def read(path: Path) -> list[Session]:
-    session = Session(slug(log_name(path).stem), f"Claude Code session {path.name}, imported with `harness import claude-code`.")
+    session = Session(
+        slug(log_name(path).stem), f"Claude Code session {path.name}, imported with `harness import claude-code`."
+    )
     lines = json_lines(path, session.notes, "a Claude Code session")
     if not any(entry.get("type") in ("user", "assistant") for _, entry in lines):
         raise InputError(path, "not a Claude Code session: no user or assistant line")
@@ -72,8 +74,9 @@ def _blocks(content: Any) -> list[Any]:
     return content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
 
 
-def _by_uuid(lines: list[tuple[int, dict[str, Any]]], session: Session, name: str
-             ) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+def _by_uuid(
+    lines: list[tuple[int, dict[str, Any]]], session: Session, name: str
+) -> dict[str, list[tuple[int, dict[str, Any]]]]:
     """The lines of each uuid. A uuid used twice is said with both lines: an exact copy (a resumed
     session writes some again) is read once, different lines are both kept."""
     by_uuid: dict[str, list[tuple[int, dict[str, Any]]]] = {}
@@ -83,20 +86,24 @@ def _by_uuid(lines: list[tuple[int, dict[str, Any]]], session: Session, name: st
         same = by_uuid.setdefault(uuid, [])
         if same:
             copy = same[0][1].get("message") == entry.get("message")
-            session.notes.append(f"{name}:{number}: uuid {uuid} is also line {same[0][0]}'s: "
-                                 + ("a repeated copy, read once" if copy else "both lines kept, in file order"))
+            session.notes.append(
+                f"{name}:{number}: uuid {uuid} is also line {same[0][0]}'s: "
+                + ("a repeated copy, read once" if copy else "both lines kept, in file order")
+            )
             if copy:
                 continue
         same.append((number, entry))
     return by_uuid
 
 
-def _main_path(lines: list[tuple[int, dict[str, Any]]], session: Session, name: str
-               ) -> list[tuple[int, dict[str, Any]]]:
+def _main_path(
+    lines: list[tuple[int, dict[str, Any]]], session: Session, name: str
+) -> list[tuple[int, dict[str, Any]]]:
     """The lines of the conversation the session ended on, in order (see the module docstring).
     The chain is followed through every line (a meta line may sit between two turns); only the
     conversation's own lines are kept from it. Where the chain breaks (a parent that no line has,
     a cycle), that is said with the line, and the lines before it are read in file order."""
+
     def conversational(entry: dict[str, Any]) -> bool:
         return entry.get("type") in ("user", "assistant") and not entry.get("isSidechain") and not entry.get("isMeta")
 
@@ -108,8 +115,14 @@ def _main_path(lines: list[tuple[int, dict[str, Any]]], session: Session, name: 
 
     def before(node: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any]] | None:
         """Where a broken chain goes on: the conversation's line just before `node` in the file."""
-        return next((lines[j] for j in range(position[id(node[1])] - 1, -1, -1)
-                     if conversational(lines[j][1]) and id(lines[j][1]) not in seen), None)
+        return next(
+            (
+                lines[j]
+                for j in range(position[id(node[1])] - 1, -1, -1)
+                if conversational(lines[j][1]) and id(lines[j][1]) not in seen
+            ),
+            None,
+        )
 
     candidates = [line for line in lines if conversational(line[1])]
     if any(entry.get("parentUuid") or entry.get("logicalParentUuid") for _, entry in candidates):
@@ -122,11 +135,16 @@ def _main_path(lines: list[tuple[int, dict[str, Any]]], session: Session, name: 
                 break
             found = by_uuid.get(parent)
             if found is None or any(id(entry) in seen for _, entry in found):
-                why = (f"its parentUuid {parent} names no line of the file" if found is None
-                       else f"its parentUuid {parent} leads back to line {found[0][0]} (a cycle)")
+                why = (
+                    f"its parentUuid {parent} names no line of the file"
+                    if found is None
+                    else f"its parentUuid {parent} leads back to line {found[0][0]} (a cycle)"
+                )
                 node = before(node)
-                session.notes.append(f"{name}:{path[-1][0]}: {why}; "
-                                     + ("the lines before it are read in file order" if node else "the chain ends here"))
+                session.notes.append(
+                    f"{name}:{path[-1][0]}: {why}; "
+                    + ("the lines before it are read in file order" if node else "the chain ends here")
+                )
                 continue
             path.extend(reversed(found[1:]))  # lines sharing one uuid: all kept, in file order
             seen.update(id(entry) for _, entry in found[1:])
@@ -139,9 +157,15 @@ def _main_path(lines: list[tuple[int, dict[str, Any]]], session: Session, name: 
     for _, entry in lines:
         if id(entry) in on_path and kept(entry):
             continue
-        left["sidechain (subagent)" if entry.get("isSidechain") else "meta" if entry.get("isMeta")
-             else "rewound (on a branch the session left)" if conversational(entry) or kept(entry)
-             else f"{entry.get('type') or 'untyped'}{' ' + entry['subtype'] if entry.get('subtype') else ''}"] += 1
+        left[
+            "sidechain (subagent)"
+            if entry.get("isSidechain")
+            else "meta"
+            if entry.get("isMeta")
+            else "rewound (on a branch the session left)"
+            if conversational(entry) or kept(entry)
+            else f"{entry.get('type') or 'untyped'}{' ' + entry['subtype'] if entry.get('subtype') else ''}"
+        ] += 1
     for kind, count in sorted(left.items()):
         session.notes.append(f"{kind}: {plural(count, 'line')} left out")
     return [line for line in path if kept(line[1])]

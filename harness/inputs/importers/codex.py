@@ -31,14 +31,17 @@ _SHELLS = {"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/ba
 
 
 def read(path: Path) -> list[Session]:
-    session = Session(slug(log_name(path).stem), f"Codex CLI rollout {path.name}, imported with `harness import codex`.")
+    session = Session(
+        slug(log_name(path).stem), f"Codex CLI rollout {path.name}, imported with `harness import codex`."
+    )
     builder = Builder(session)
     left: Counter = Counter()
     kinds = Counter()
     for number, line in json_lines(path, session.notes, "a Codex CLI rollout"):
         where = f"{path.name}:{number}"
-        kind, item = (line.get("type"), line.get("payload")) if line.get("type") in ROLLOUT_KINDS else \
-            ("response_item", line)
+        kind, item = (
+            (line.get("type"), line.get("payload")) if line.get("type") in ROLLOUT_KINDS else ("response_item", line)
+        )
         kinds[kind] += 1
         if kind == "compacted" and isinstance(item, dict):
             builder.compacted(str(item.get("message") or ""), where)
@@ -78,8 +81,10 @@ def _call(item: dict[str, Any], where: str, notes: list[str]) -> Call:
     kind = item.get("type")
     if kind == "local_shell_call":
         action = item.get("action") or {}
-        arguments: Any = {"command": action.get("command"), **({"workdir": action["working_directory"]}
-                                                               if action.get("working_directory") else {})}
+        arguments: Any = {
+            "command": action.get("command"),
+            **({"workdir": action["working_directory"]} if action.get("working_directory") else {}),
+        }
         name = "local_shell"
     elif kind == "custom_tool_call":
         arguments, name = {"input": str(item.get("input", ""))}, str(item.get("name") or "custom_tool")

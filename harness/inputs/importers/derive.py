@@ -30,29 +30,56 @@ from ...scoring.normalize import distinctive
 from .redact import MARK
 from .session import PLACEHOLDERS, Session, TurnOf, layout, person_said
 
-EDIT_TOOLS = {"edit", "write", "multiedit", "notebookedit", "create", "create_file", "write_file", "edit_file",
-              "str_replace_editor", "str_replace_based_edit_tool", "apply_patch"}
+EDIT_TOOLS = {
+    "edit",
+    "write",
+    "multiedit",
+    "notebookedit",
+    "create",
+    "create_file",
+    "write_file",
+    "edit_file",
+    "str_replace_editor",
+    "str_replace_based_edit_tool",
+    "apply_patch",
+}
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_command", "terminal", "swe_agent"}
 PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)", re.MULTILINE)
 _DIFF_FILE = re.compile(r"^(?:diff --git a/\S+ b/(\S+)|\+\+\+ b/(\S+))", re.MULTILINE)
-_WRITES = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s+([\w./-]+\.\w+)|\b(?:sed\s+-i\S*|rm|touch|truncate)\s+(?:-\S+\s+)*"
-                     r"(?:'[^']*'\s+|\"[^\"]*\"\s+)?([\w./-]+\.\w+)")
-_EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Failure|Warning))(?::\s*(.+))?\s*$",
-                        re.MULTILINE)
-_ERROR_LINE = re.compile(r"^\s*(?:E\s+)?(?:error|fatal|panic|ERROR|FATAL|Error)(?:\[\w+\])?:\s*(.{4,}?)"
-                         r"(?:\s+\[recovered\])?$", re.MULTILINE)  # Go marks a panic a test recovered
+_WRITES = re.compile(
+    r"(?:>>?|\btee(?:\s+-a)?)\s+([\w./-]+\.\w+)|\b(?:sed\s+-i\S*|rm|touch|truncate)\s+(?:-\S+\s+)*"
+    r"(?:'[^']*'\s+|\"[^\"]*\"\s+)?([\w./-]+\.\w+)"
+)
+_EXCEPTION = re.compile(
+    r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Failure|Warning))(?::\s*(.+))?\s*$", re.MULTILINE
+)
+_ERROR_LINE = re.compile(
+    r"^\s*(?:E\s+)?(?:error|fatal|panic|ERROR|FATAL|Error)(?:\[\w+\])?:\s*(.{4,}?)"
+    r"(?:\s+\[recovered\])?$",
+    re.MULTILINE,
+)  # Go marks a panic a test recovered
 # A test run's summary line: pytest's, Jest's ("Tests:  3 failed, 41 passed, 44 total") and gotestsum's
 # ("DONE 45 tests, 3 failures in 1.2s"); the group holds the failure count.
-_TEST_SUMMARY = re.compile(r"=+ .*?\b(\d+) failed\b.*? in [\d.]+s|^Tests:\s+(\d+) failed\b.*$"
-                           r"|^DONE \d+ tests?(?:, \d+ skipped)?, (\d+) failures?\b.*$", re.MULTILINE)
-_PROHIBITION = re.compile(r"\b(?:don'?t|do not|never|must not|mustn'?t|avoid)\s+(?:(?:ever|just|simply|really|"
-                          r"actually|try to|attempt to)\s+)*(\w+)\s+((?:[^.!?;:,\n]|\.(?=\w)){3,80})", re.IGNORECASE)
+_TEST_SUMMARY = re.compile(
+    r"=+ .*?\b(\d+) failed\b.*? in [\d.]+s|^Tests:\s+(\d+) failed\b.*$"
+    r"|^DONE \d+ tests?(?:, \d+ skipped)?, (\d+) failures?\b.*$",
+    re.MULTILINE,
+)
+_PROHIBITION = re.compile(
+    r"\b(?:don'?t|do not|never|must not|mustn'?t|avoid)\s+(?:(?:ever|just|simply|really|"
+    r"actually|try to|attempt to)\s+)*(\w+)\s+((?:[^.!?;:,\n]|\.(?=\w)){3,80})",
+    re.IGNORECASE,
+)
 _NOT_AN_OBJECT = re.compile(r"^(?:it|this|that|them|these|those|so|anything|any|yourself|me|you)\b", re.IGNORECASE)
-_PATH_LIKE = re.compile(r"[\w.-]*/[\w./-]+\.\w+|[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|c|h|cpp|md|json|ya?ml|toml|cfg|"
-                        r"ini|txt|sh|html|css|sql)\b")
-CONTINUATION_PROBE = ("What were you about to do next? Name the file you were going to open or change, or the command "
-                      "you were going to run.")
+_PATH_LIKE = re.compile(
+    r"[\w.-]*/[\w./-]+\.\w+|[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|c|h|cpp|md|json|ya?ml|toml|cfg|"
+    r"ini|txt|sh|html|css|sql)\b"
+)
+CONTINUATION_PROBE = (
+    "What were you about to do next? Name the file you were going to open or change, or the command "
+    "you were going to run."
+)
 
 
 def derive(session: Session, every: int = 4) -> dict[int, list[dict[str, Any]]]:
@@ -66,8 +93,9 @@ def derive(session: Session, every: int = 4) -> dict[int, list[dict[str, Any]]]:
         values = fact.get("items") or [fact["answer"], *fact.get("aliases", [])]
         if any(MARK in v for v in values) or not all(map(distinctive, values)):
             return False  # a redacted value, or one any answer would state
-        if any(mentions(fact["probe"], v) for v in values) or not all(mentions(where, v) for v in
-                                                                       (values if fact.get("items") else values[:1])):
+        if any(mentions(fact["probe"], v) for v in values) or not all(
+            mentions(where, v) for v in (values if fact.get("items") else values[:1])
+        ):
             return False  # it would not validate: leaky probe, or the value is not where it is planted
         facts.setdefault(turn, []).append(fact)
         return True
@@ -118,11 +146,20 @@ def _task(session: Session, plant) -> None:
         return  # the log does not say what the task was
     first = session.exchanges[0].user
     issue = re.search(r"ISSUE:\s*\n\s*(.+)", first)  # SWE-agent's prompt names the issue's title
-    line = (issue[1] if issue else next((l for l in first.splitlines() if l.strip()), "")).strip()
+    line = (issue[1] if issue else next((text for text in first.splitlines() if text.strip()), "")).strip()
     sentence = " ".join(re.split(r"(?<=[.!?])\s", line)[0].split()[:15])
     if len(sentence) >= 8:
-        plant(0, {"id": "task", "kind": "recall", "answer": sentence, "match": "f1", "f1_threshold": 0.4,
-                  "probe": "What task did I give you at the start of this session?"})
+        plant(
+            0,
+            {
+                "id": "task",
+                "kind": "recall",
+                "answer": sentence,
+                "match": "f1",
+                "f1_threshold": 0.4,
+                "probe": "What task did I give you at the start of this session?",
+            },
+        )
 
 
 def _first_error(turns: list[TurnOf], texts: list[str], plant) -> None:
@@ -132,21 +169,39 @@ def _first_error(turns: list[TurnOf], texts: list[str], plant) -> None:
         if exceptions:
             name, message = exceptions[-1]
             answer = f"{name}: {message}".strip(": ")[:100] if message else name
-            aliases = [name.rsplit(".", 1)[-1]] if message and name.rsplit(".", 1)[-1] not in ("Error", "Exception") else []
+            aliases = (
+                [name.rsplit(".", 1)[-1]] if message and name.rsplit(".", 1)[-1] not in ("Error", "Exception") else []
+            )
         elif (line := _ERROR_LINE.search(output)) or call.is_error:
             answer, aliases = (line[1] if line else _first_plain_line(output))[:100], []
         else:
             continue
-        if answer and plant(t, {"id": "first-error", "kind": "recall", "answer": answer.strip(), "aliases": aliases,
-                                "probe": "What was the first error you ran into in this session?"}):
+        if answer and plant(
+            t,
+            {
+                "id": "first-error",
+                "kind": "recall",
+                "answer": answer.strip(),
+                "aliases": aliases,
+                "probe": "What was the first error you ran into in this session?",
+            },
+        ):
             return
 
 
 def _first_plain_line(output: str) -> str:
     """A failed call's message when it names no exception: its first line that is not a traceback's
     header or frame, nor the mark of a cut output."""
-    return next((line.strip() for line in output.splitlines() if line.strip() and not line.startswith((" ", "\t"))
-                 and not line.startswith(("Traceback (most recent call last)", "[... "))), "")
+    return next(
+        (
+            line.strip()
+            for line in output.splitlines()
+            if line.strip()
+            and not line.startswith((" ", "\t"))
+            and not line.startswith(("Traceback (most recent call last)", "[... "))
+        ),
+        "",
+    )
 
 
 def _raised(output: str) -> list[tuple[str, str]]:
@@ -167,9 +222,16 @@ def _tests(turns: list[TurnOf], texts: list[str], plant) -> None:
     for t, call in _calls(turns):
         summary = _TEST_SUMMARY.search(call.result or "")
         failed = summary and next(count for count in summary.groups() if count)
-        if failed and plant(t, {"id": "first-failures", "kind": "recall", "answer": failed,
-                                "probe": "How many tests failed the first time your test run reported failures?"},
-                            where=summary[0]):
+        if failed and plant(
+            t,
+            {
+                "id": "first-failures",
+                "kind": "recall",
+                "answer": failed,
+                "probe": "How many tests failed the first time your test run reported failures?",
+            },
+            where=summary[0],
+        ):
             return
 
 
@@ -198,9 +260,12 @@ def written_files(call) -> list[str]:
 
 # What edit tools answer when they refused a change: SWE-agent's lint check, Claude Code's Edit and
 # Write, str_replace editors, patch tools. A refused write changed nothing.
-_REFUSED = re.compile(r"Your proposed edit has introduced new syntax error|^Error:|No replacement was performed|"
-                      r"String to replace not found|File has not been read yet|old_str .* did not appear|"
-                      r"patch (?:does not apply|failed)|Failed to apply patch", re.IGNORECASE | re.MULTILINE)
+_REFUSED = re.compile(
+    r"Your proposed edit has introduced new syntax error|^Error:|No replacement was performed|"
+    r"String to replace not found|File has not been read yet|old_str .* did not appear|"
+    r"patch (?:does not apply|failed)|Failed to apply patch",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 def applied(call) -> bool:
@@ -211,8 +276,9 @@ def applied(call) -> bool:
 def took_effect(call) -> bool:
     """The files a call names as written were written: an applied call, or a shell command that failed
     (it may still have written its redirections) but was no edit tool's refusal."""
-    return applied(call) or (call.tool.lower() in SHELL_TOOLS and call.tool != "swe_agent"
-                             and not _REFUSED.search(call.result or ""))
+    return applied(call) or (
+        call.tool.lower() in SHELL_TOOLS and call.tool != "swe_agent" and not _REFUSED.search(call.result or "")
+    )
 
 
 def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -> None:
@@ -231,19 +297,33 @@ def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -
         if took_effect(call):
             for path in written:
                 changed.setdefault(path, t)
-        if call.tool.lower() in SHELL_TOOLS and first_line and not first_line.split()[0] in ("edit", "submit") \
-                and len(first_line) <= 80:
+        if (
+            call.tool.lower() in SHELL_TOOLS
+            and first_line
+            and first_line.split()[0] not in ("edit", "submit")
+            and len(first_line) <= 80
+        ):
             first_run.setdefault(first_line, t)
     # A submitted diff is the log's own record of what changed; a file only it names counts from where it is seen.
     for path in session.files_changed:
         changed.setdefault(path, -1)
     seen = {path: next((t for t, text in enumerate(texts) if path in text), None) for path in changed}
     files = {path: max(t, seen[path]) for path, t in changed.items() if seen[path] is not None}
-    _plant_growing(plant, texts, "files-changed", dict(list(files.items())[:12]),
-                   "Which files did you create, change or delete in this session?")
+    _plant_growing(
+        plant,
+        texts,
+        "files-changed",
+        dict(list(files.items())[:12]),
+        "Which files did you create, change or delete in this session?",
+    )
     if len(first_run) >= 2:
-        _plant_growing(plant, texts, "commands-run", dict(list(first_run.items())[-8:]),
-                       "Which shell commands did you run in this session?")
+        _plant_growing(
+            plant,
+            texts,
+            "commands-run",
+            dict(list(first_run.items())[-8:]),
+            "Which shell commands did you run in this session?",
+        )
 
 
 def _plant_growing(plant, texts: list[str], fact_id: str, items: dict[str, int], probe: str) -> None:
@@ -251,9 +331,18 @@ def _plant_growing(plant, texts: list[str], fact_id: str, items: dict[str, int],
     if not items:
         return
     first = min(items.values())
-    plant(first, {"id": fact_id, "kind": "artifact", "match": "set", "items": list(items),
-                  "item_turns": list(items.values()), "probe": probe},
-          where="\n".join(texts[:max(items.values()) + 1]))
+    plant(
+        first,
+        {
+            "id": fact_id,
+            "kind": "artifact",
+            "match": "set",
+            "items": list(items),
+            "item_turns": list(items.values()),
+            "probe": probe,
+        },
+        where="\n".join(texts[: max(items.values()) + 1]),
+    )
 
 
 # A plan tool's input: a list of items (Claude Code's TodoWrite `todos`, Codex's update_plan `plan`, or
@@ -271,8 +360,10 @@ def plan_of(call) -> tuple[list[str], list[str]] | None:
         entries = call.input.get(key)
         if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
             continue
-        texts = [next((str(e[k]).strip() for k in PLAN_TEXTS if isinstance(e.get(k), str) and e[k].strip()), None)
-                 for e in entries]
+        texts = [
+            next((str(e[k]).strip() for k in PLAN_TEXTS if isinstance(e.get(k), str) and e[k].strip()), None)
+            for e in entries
+        ]
         statuses = [str(e.get("status") or e.get("state") or "").lower() for e in entries]
         if all(texts) and all(status in _STATUSES for status in statuses):
             return texts, [text for text, status in zip(texts, statuses) if status in _FINISHED]
@@ -287,8 +378,9 @@ def _plan(turns: list[TurnOf], texts: list[str], plant, facts: dict[int, list[di
     if not states:
         return
     (first, (items, done)), planted = states[0], False
-    planted = plant(first, {"id": "plan", "kind": "plan", "match": "plan", "items": items, "done": done,
-                            "probe": PLAN_PROBE})
+    planted = plant(
+        first, {"id": "plan", "kind": "plan", "match": "plan", "items": items, "done": done, "probe": PLAN_PROBE}
+    )
     last = (items, done)
     for t, state in states[1:] if planted else []:
         if state != last and all(distinctive(item) and MARK not in item for item in state[0]):
@@ -326,10 +418,20 @@ def _identifiers(turns: list[TurnOf], texts: list[str], plant) -> None:
                 if kinds[kind] == MAX_PER_KIND:
                     continue
                 where = _first_line(_command(source).strip())[:60] or f"the {source.tool} tool"
-                probe = (f"Which {kind} did the output of `{where}` give you, that you then used in a later tool call?"
-                         if _command(source) else f"Which {kind} did {where} give you, that you then used again?")
-                if plant(at, {"id": f"reused-{kind.replace(' ', '-').lower()}-{n}", "kind": "identifier",
-                              "answer": value, "probe": probe}):
+                probe = (
+                    f"Which {kind} did the output of `{where}` give you, that you then used in a later tool call?"
+                    if _command(source)
+                    else f"Which {kind} did {where} give you, that you then used again?"
+                )
+                if plant(
+                    at,
+                    {
+                        "id": f"reused-{kind.replace(' ', '-').lower()}-{n}",
+                        "kind": "identifier",
+                        "answer": value,
+                        "probe": probe,
+                    },
+                ):
                     planted, kinds[kind] = planted + 1, kinds[kind] + 1
                 if planted == MAX_IDENTIFIERS:
                     return
@@ -358,14 +460,21 @@ def _next_action(step) -> tuple[str, str] | None:
 
 def _continuations(turns: list[TurnOf], texts: list[str], plant, every: int) -> None:
     steps = [t for t, where in enumerate(turns) if where.step is not None and where.step.calls and t > 0]
-    for n, t in enumerate(steps[every - 1::every]):
+    for n, t in enumerate(steps[every - 1 :: every]):
         action = _next_action(turns[t].step)
         if action is None:
             continue
         answer, match = action
         name = answer.rsplit("/", 1)[-1]
-        fact = {"id": f"next-{n + 1}", "kind": "continuation", "answer": answer, "probe": CONTINUATION_PROBE,
-                "probe_at": t, "literal": True, "match": match}
+        fact = {
+            "id": f"next-{n + 1}",
+            "kind": "continuation",
+            "answer": answer,
+            "probe": CONTINUATION_PROBE,
+            "probe_at": t,
+            "literal": True,
+            "match": match,
+        }
         if match == "exact" and name != answer and "." in name:
             fact["aliases"] = [name]
         if match == "f1":
@@ -374,8 +483,11 @@ def _continuations(turns: list[TurnOf], texts: list[str], plant, every: int) -> 
 
 
 # A user lifting an earlier prohibition ("X is ours now, so you may edit it").
-_PERMITS = re.compile(r"\b(?:you (?:may|can)(?: now)?|(?:is|are) (?:now )?(?:fine|ok|okay|allowed)|no longer (?:off limits"
-                      r"|forbidden))\b", re.IGNORECASE)
+_PERMITS = re.compile(
+    r"\b(?:you (?:may|can)(?: now)?|(?:is|are) (?:now )?(?:fine|ok|okay|allowed)|no longer (?:off limits"
+    r"|forbidden))\b",
+    re.IGNORECASE,
+)
 
 
 def _constraints(session: Session, turns: list[TurnOf], plant, facts: dict[int, list[dict[str, Any]]]) -> None:
@@ -395,12 +507,26 @@ def _constraints(session: Session, turns: list[TurnOf], plant, facts: dict[int, 
                 continue
             seen.add(obj.lower())
             earlier = in_force.get(verb.lower())
-            if earlier and mentions(said, earlier[1]) and _PERMITS.search(said) and distinctive(obj) and MARK not in obj:
+            if (
+                earlier
+                and mentions(said, earlier[1])
+                and _PERMITS.search(said)
+                and distinctive(obj)
+                and MARK not in obj
+            ):
                 facts.setdefault(t, []).append({"fact": earlier[0], "answer": obj})
                 in_force[verb.lower()] = (earlier[0], obj)
                 continue
             fact_id = f"constraint-{len(seen)}"
-            if plant(t, {"id": fact_id, "kind": "constraint", "constraint": True, "answer": obj,
-                         "probe": f"What did I tell you never to {verb.lower()}?",
-                         "source": f"a prohibition in {where}, turn {t}"}):
+            if plant(
+                t,
+                {
+                    "id": fact_id,
+                    "kind": "constraint",
+                    "constraint": True,
+                    "answer": obj,
+                    "probe": f"What did I tell you never to {verb.lower()}?",
+                    "source": f"a prohibition in {where}, turn {t}",
+                },
+            ):
                 in_force[verb.lower()] = (fact_id, obj)

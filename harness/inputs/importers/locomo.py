@@ -44,11 +44,16 @@ def _samples(path: Path) -> list[tuple[str, dict, list] | InputError]:
     if isinstance(data, dict) and "speaker_a" in data:
         samples = [(path.stem, data, data.get("qa", []))]
     elif isinstance(data, list) and data and all(isinstance(s, dict) and "conversation" in s for s in data):
-        samples = [(str(s.get("sample_id", f"{path.stem}-{i}")), s["conversation"], s.get("qa", []))
-                   for i, s in enumerate(data)]
+        samples = [
+            (str(s.get("sample_id", f"{path.stem}-{i}")), s["conversation"], s.get("qa", []))
+            for i, s in enumerate(data)
+        ]
     else:
-        raise InputError(path, "not a LoCoMo file: expected one conversation (speaker_a, speaker_b, session_N, qa) "
-                               "or a list of samples with sample_id, conversation and qa")
+        raise InputError(
+            path,
+            "not a LoCoMo file: expected one conversation (speaker_a, speaker_b, session_N, qa) "
+            "or a list of samples with sample_id, conversation and qa",
+        )
     seen: set[str] = set()
     checked: list[tuple[str, dict, list] | InputError] = []
     for i, (sample, conversation, qa) in enumerate(samples):
@@ -62,7 +67,10 @@ def _samples(path: Path) -> list[tuple[str, dict, list] | InputError]:
 def _sample_problem(sample: str, conversation: Any, qa: Any, where: str, seen: set[str]) -> tuple[str, str] | None:
     """(field, why) a conversation cannot become a scenario, or None."""
     if not re.fullmatch(SAFE_ID, sample):
-        return "sample_id", f"{where}: sample_id {sample!r} cannot name a scenario file (letters, digits, '.', '_' and '-' only)"
+        return (
+            "sample_id",
+            f"{where}: sample_id {sample!r} cannot name a scenario file (letters, digits, '.', '_' and '-' only)",
+        )
     if sample in seen:
         return "sample_id", f"{where}: sample_id {sample!r} appears twice; each conversation needs its own"
     if not isinstance(conversation, dict):
@@ -104,12 +112,18 @@ def _turns(path: Path, sample: str, conversation: dict) -> tuple[list[dict], dic
         opening = True
         for index, line in enumerate(lines):
             if not isinstance(line, dict):
-                raise InputError(path, f"{sample}: session_{n}[{index}] is not a line object (speaker, text, dia_id)",
-                                 field=f"session_{n}")
+                raise InputError(
+                    path,
+                    f"{sample}: session_{n}[{index}] is not a line object (speaker, text, dia_id)",
+                    field=f"session_{n}",
+                )
             speaker, text = line.get("speaker"), _line_text(line)
             if speaker not in (user, assistant):
-                raise InputError(path, f"{sample}: line {line.get('dia_id')} is spoken by {speaker!r}, "
-                                       f"neither {user!r} nor {assistant!r}", field=f"session_{n}")
+                raise InputError(
+                    path,
+                    f"{sample}: line {line.get('dia_id')} is spoken by {speaker!r}, neither {user!r} nor {assistant!r}",
+                    field=f"session_{n}",
+                )
             said = f"{speaker}: {text}"
             current = turns[-1] if turns and not opening else None
             if speaker == user:
@@ -139,8 +153,12 @@ def _normal_id(dialogue_id: str) -> str:
 def _evidence(item: dict) -> list[str]:
     # Released items join several ids in one string ("D8:6; D9:17", "D8:6 D9:17").
     entries = item.get("evidence") or []
-    return [_normal_id(e) for entry in (entries if isinstance(entries, list) else [entries])
-            for e in re.split(r"[;,\s]+", str(entry)) if e.strip()]
+    return [
+        _normal_id(e)
+        for entry in (entries if isinstance(entries, list) else [entries])
+        for e in re.split(r"[;,\s]+", str(entry))
+        if e.strip()
+    ]
 
 
 def _problem(item: Any, evidence: list[str], turn_of: dict[str, int]) -> tuple[str, str] | None:
@@ -173,18 +191,27 @@ def convert(path: Path, sample: str, conversation: dict, qa: list, strict: bool 
             question = f" ({item['question']!r})" if isinstance(item, dict) and item.get("question") else ""
             if strict:
                 raise InputError(path, f"{sample}: {where}{question}: {why}", field=f"{where}.{field}".rstrip("."))
-            notes.append(f"{where}: left out, it {why}" if why.startswith(("has", "is")) else f"{where}: left out: {why}")
+            notes.append(
+                f"{where}: left out, it {why}" if why.startswith(("has", "is")) else f"{where}: left out: {why}"
+            )
             continue
         category = item["category"]
         turn = max(turn_of[e] for e in evidence)
-        fact: dict[str, Any] = {"id": f"q{i:03d}", "kind": "temporal" if category == 2 else f"locomo-{category}",
-                                "probe": str(item["question"]), "match": "locomo", "category": category,
-                                "f1_threshold": F1_THRESHOLD}
+        fact: dict[str, Any] = {
+            "id": f"q{i:03d}",
+            "kind": "temporal" if category == 2 else f"locomo-{category}",
+            "probe": str(item["question"]),
+            "match": "locomo",
+            "category": category,
+            "f1_threshold": F1_THRESHOLD,
+        }
         if category == ADVERSARIAL:
             tempting = str(item.get("adversarial_answer") or "").strip()
             if tempting and abstains(tempting):  # "Not mentioned ...": abstaining would be scored as it
-                notes.append(f"{where}: its adversarial_answer {tempting!r} is itself an abstention: kept as a question "
-                             "to abstain on, without that answer as a confabulation")
+                notes.append(
+                    f"{where}: its adversarial_answer {tempting!r} is itself an abstention: kept as a question "
+                    "to abstain on, without that answer as a confabulation"
+                )
                 tempting = ""
             fact.update(expect="abstain", confabulations=[tempting] if tempting else [])
         else:
@@ -199,14 +226,15 @@ def convert(path: Path, sample: str, conversation: dict, qa: list, strict: bool 
     scenario = {
         "id": sample,
         "description": f"LoCoMo conversation {sample} between {conversation['speaker_a']} (user) and "
-                       f"{conversation['speaker_b']} (assistant). Maharana et al., ACL 2024; CC BY-NC 4.0.",
+        f"{conversation['speaker_b']} (assistant). Maharana et al., ACL 2024; CC BY-NC 4.0.",
         "turns": turns,
     }
     return scenario, notes
 
 
-def import_locomo(path: str | Path, out_dir: str | Path, strict: bool = False
-                  ) -> tuple[list[tuple[Path, Scenario, list[str]]], list[InputError]]:
+def import_locomo(
+    path: str | Path, out_dir: str | Path, strict: bool = False
+) -> tuple[list[tuple[Path, Scenario, list[str]]], list[InputError]]:
     """Write one validated scenario file per conversation: each file with the scenario it holds and
     notes on the QA items left out, and the conversations refused (a structure error, nothing left to
     probe, a scenario that does not validate), named, while the others are written. Raises the first
@@ -223,15 +251,25 @@ def import_locomo(path: str | Path, out_dir: str | Path, strict: bool = False
             refused.append(exc)
             continue
         if not any(turn.get("facts") for turn in scenario["turns"]):
-            refused.append(InputError(path, f"{checked[0]}: every QA item was left out ({len(notes)}"
-                                            + (f"; the first: {notes[0]}" if notes else "") + "): nothing to probe"))
+            refused.append(
+                InputError(
+                    path,
+                    f"{checked[0]}: every QA item was left out ({len(notes)}"
+                    + (f"; the first: {notes[0]}" if notes else "")
+                    + "): nothing to probe",
+                )
+            )
             continue
         converted.append((scenario, notes))
-    written, invalid = write_imported([scenario for scenario, _ in converted], out_dir,
-                                      [f"{path}: {scenario['id']}" for scenario, _ in converted])
+    written, invalid = write_imported(
+        [scenario for scenario, _ in converted], out_dir, [f"{path}: {scenario['id']}" for scenario, _ in converted]
+    )
     by_id = {w.scenario.id: w for w in written}
-    result = [(by_id[s["id"]].path, by_id[s["id"]].scenario, notes + by_id[s["id"]].notes)
-              for s, notes in converted if s["id"] in by_id]
+    result = [
+        (by_id[s["id"]].path, by_id[s["id"]].scenario, notes + by_id[s["id"]].notes)
+        for s, notes in converted
+        if s["id"] in by_id
+    ]
     refused += invalid
     if not result:
         first, *others = refused

@@ -20,10 +20,17 @@ MAX_LOG_BYTES = 1 << 30  # a log this big is many sessions, or tool outputs no s
 DETECT_BYTES = 1 << 20  # how much of a file that is not UTF-8 its encoding is guessed from
 # Archived logs: read through the standard library's decompressors, the output bounded like a file.
 _COMPRESSED = [(b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz")]
-_ARCHIVES = [(b"PK\x03\x04", "a zip archive: extract the log from it first"),
-             (b"\x28\xb5\x2f\xfd", "zstandard-compressed: decompress it first (`zstd -d`)")]
-_BOMS = [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
-         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
+_ARCHIVES = [
+    (b"PK\x03\x04", "a zip archive: extract the log from it first"),
+    (b"\x28\xb5\x2f\xfd", "zstandard-compressed: decompress it first (`zstd -d`)"),
+]
+_BOMS = [
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+]
 
 
 def read_text(path: Path, notes: list[str]) -> str:
@@ -32,8 +39,11 @@ def read_text(path: Path, notes: list[str]) -> str:
     try:
         size = path.stat().st_size
         if size > MAX_LOG_BYTES:
-            raise InputError(path, f"{size:,} bytes, over the {MAX_LOG_BYTES:,} a log may have: split it (one session "
-                                   "a file) or cut its longest tool outputs before importing")
+            raise InputError(
+                path,
+                f"{size:,} bytes, over the {MAX_LOG_BYTES:,} a log may have: split it (one session "
+                "a file) or cut its longest tool outputs before importing",
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(path, f"cannot read it ({exc.strerror})") from None
@@ -42,7 +52,7 @@ def read_text(path: Path, notes: list[str]) -> str:
         if raw.startswith(mark):
             if codec != "utf-8":
                 notes.append(f"{path.name}: read as {codec.upper()} (its byte-order mark says so)")
-            return raw[len(mark):].decode(codec, errors="replace")
+            return raw[len(mark) :].decode(codec, errors="replace")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -56,13 +66,17 @@ def read_text(path: Path, notes: list[str]) -> str:
         except (UnicodeDecodeError, LookupError):
             pass
         else:
-            notes.append(f"{path.name}: not UTF-8; read as {guess.encoding} (detected; check names and quotes "
-                         "in the scenario, or convert the file to UTF-8 first)")
+            notes.append(
+                f"{path.name}: not UTF-8; read as {guess.encoding} (detected; check names and quotes "
+                "in the scenario, or convert the file to UTF-8 first)"
+            )
             return text
     text = raw.decode("utf-8", errors="replace")
     line = raw.count(b"\n", 0, first_bad) + 1
-    notes.append(f"{path.name}:{line}: bytes that are not UTF-8, and no other encoding fits the file: "
-                 f"{text.count(chr(0xFFFD)):,} replaced with U+FFFD")
+    notes.append(
+        f"{path.name}:{line}: bytes that are not UTF-8, and no other encoding fits the file: "
+        f"{text.count(chr(0xFFFD)):,} replaced with U+FFFD"
+    )
     return text
 
 
@@ -84,11 +98,15 @@ def _decompressed(path: Path, raw: bytes, notes: list[str]) -> bytes:
                 with opener(io.BytesIO(raw), "rb") as stream:
                     content = stream.read(MAX_LOG_BYTES + 1)
             except (OSError, EOFError, lzma.LZMAError) as exc:
-                raise InputError(path, f"{codec}-compressed, but it cannot be decompressed ({exc}): "
-                                       "the file is cut off or damaged") from None
+                raise InputError(
+                    path, f"{codec}-compressed, but it cannot be decompressed ({exc}): the file is cut off or damaged"
+                ) from None
             if len(content) > MAX_LOG_BYTES:
-                raise InputError(path, f"{codec}-compressed, and over the {MAX_LOG_BYTES:,} bytes a log may have "
-                                       "once decompressed: split it (one session a file)")
+                raise InputError(
+                    path,
+                    f"{codec}-compressed, and over the {MAX_LOG_BYTES:,} bytes a log may have "
+                    "once decompressed: split it (one session a file)",
+                )
             notes.append(f"{path.name}: {codec}-compressed, read decompressed ({len(content):,} bytes)")
             return content
     return raw
@@ -136,5 +154,7 @@ def json_lines(path: Path, notes: list[str], what: str) -> list[tuple[int, dict[
     if broken:
         shown = ", ".join(map(str, broken[:10])) + (f" and {len(broken) - 10} more" if len(broken) > 10 else "")
         why = f" ({plural(len(deep), 'line')} nested too deeply to read)" if deep else ""
-        notes.append(f"{path.name}: {'line' if len(broken) == 1 else 'lines'} {shown}: not a JSON object{why}, left out")
+        notes.append(
+            f"{path.name}: {'line' if len(broken) == 1 else 'lines'} {shown}: not a JSON object{why}, left out"
+        )
     return lines

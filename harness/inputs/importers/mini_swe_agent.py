@@ -14,8 +14,8 @@ from itertools import count
 from pathlib import Path
 
 from ...errors import InputError
-from .openai_messages import read_messages
 from .logfile import log_name, read_json
+from .openai_messages import read_messages
 from .session import Call, Session, slug
 from .swe_agent import read_info
 
@@ -25,20 +25,25 @@ _RETURN_CODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 
 def read(path: Path) -> list[Session]:
     name = log_name(path).name.removesuffix(".json").removesuffix(".traj")
-    session = Session(slug(name), f"mini-swe-agent trajectory {path.name}, imported with `harness import "
-                                  "mini-swe-agent`.")
+    session = Session(
+        slug(name), f"mini-swe-agent trajectory {path.name}, imported with `harness import mini-swe-agent`."
+    )
     data = read_json(path, "a mini-swe-agent trajectory", session.notes)
     messages = data.get("messages") if isinstance(data, dict) else data
     if not isinstance(messages, list) or not messages:
-        raise InputError(path, "not a mini-swe-agent trajectory: expected a `messages` list (or a list of messages)",
-                         field="messages" if isinstance(data, dict) else "")
+        raise InputError(
+            path,
+            "not a mini-swe-agent trajectory: expected a `messages` list (or a list of messages)",
+            field="messages" if isinstance(data, dict) else "",
+        )
     ids = count()
 
     def commands(text: str) -> list[Call]:
         return [Call("bash", {"command": block.strip()}, id=f"command-{next(ids)}") for block in _COMMAND.findall(text)]
 
-    session = read_messages([(f"{path.name}: messages[{i}]", m) for i, m in enumerate(messages)], session, str(path),
-                            text_calls=commands)
+    session = read_messages(
+        [(f"{path.name}: messages[{i}]", m) for i, m in enumerate(messages)], session, str(path), text_calls=commands
+    )
     for call in session.calls():
         code = _RETURN_CODE.search(call.result or "")
         call.is_error = call.is_error or bool(code and code[1] != "0")

@@ -11,8 +11,9 @@ messages; a message with no role is noted with its place.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ...errors import InputError
 from .logfile import json_lines, log_name, read_json
@@ -30,8 +31,11 @@ def read(path: Path) -> list[Session]:
     for n, (where, messages) in enumerate(conversations):
         stem = log_name(path).stem
         name = slug(stem if len(conversations) == 1 else f"{stem}-{n + 1}")
-        session = Session(name, f"Chat messages from {path.name}{'' if len(conversations) == 1 else f' ({where})'}, "
-                                "imported with `harness import openai`.")
+        session = Session(
+            name,
+            f"Chat messages from {path.name}{'' if len(conversations) == 1 else f' ({where})'}, "
+            "imported with `harness import openai`.",
+        )
         session.notes += notes
         sessions.append(read_messages(messages, session, where))
     return sessions
@@ -42,19 +46,28 @@ def _conversations(path: Path, notes: list[str]) -> list[tuple[str, list[tuple[s
     if log_name(path).suffix == ".jsonl":
         lines = json_lines(path, notes, "a JSONL file of chat messages")
         if all(isinstance(entry.get("messages"), list) for _, entry in lines):
-            return [(f"{path.name}:{number}", [(f"{path.name}:{number}: messages[{i}]", m)
-                                               for i, m in enumerate(entry["messages"])]) for number, entry in lines]
+            return [
+                (
+                    f"{path.name}:{number}",
+                    [(f"{path.name}:{number}: messages[{i}]", m) for i, m in enumerate(entry["messages"])],
+                )
+                for number, entry in lines
+            ]
         return [(path.name, [(f"{path.name}:{number}", entry) for number, entry in lines])]
     data = read_json(path, "a list of chat messages", notes)
     messages = data.get("messages") if isinstance(data, dict) else data
     if not isinstance(messages, list) or not messages:
-        raise InputError(path, "not a list of chat messages: expected a JSON list, or an object with a `messages` list",
-                         field="messages" if isinstance(data, dict) else "")
+        raise InputError(
+            path,
+            "not a list of chat messages: expected a JSON list, or an object with a `messages` list",
+            field="messages" if isinstance(data, dict) else "",
+        )
     return [(path.name, [(f"{path.name}: messages[{i}]", m) for i, m in enumerate(messages)])]
 
 
-def read_messages(messages: list[tuple[str, Any]], session: Session, source: str,
-                  text_calls: TextCalls | None = None) -> Session:
+def read_messages(
+    messages: list[tuple[str, Any]], session: Session, source: str, text_calls: TextCalls | None = None
+) -> Session:
     """A session from chat messages (each with where it is in the file)."""
     builder = Builder(session)
     waiting: list[Call] = []  # text calls whose result is the next user message
@@ -78,8 +91,11 @@ def read_messages(messages: list[tuple[str, Any]], session: Session, source: str
         elif role == "tool":
             builder.result(str(message.get("tool_call_id")), text_of(content), False, where)
         elif role == "function":  # the older API: answers the last call of that name
-            call = next((c for c in reversed(builder.current.steps[-1].calls) if c.tool == message.get("name")), None) \
-                if builder.current and builder.current.steps else None
+            call = (
+                next((c for c in reversed(builder.current.steps[-1].calls) if c.tool == message.get("name")), None)
+                if builder.current and builder.current.steps
+                else None
+            )
             builder.result(call.id if call else "", text_of(content), False, where)
         else:
             blocks = content if isinstance(content, list) else []
@@ -100,8 +116,11 @@ def _calls(message: dict[str, Any], where: str, notes: list[str]) -> list[Call]:
     raw = list(message.get("tool_calls") or [])
     if isinstance(message.get("function_call"), dict):
         raw.append({"id": f"function-{id(message)}", "function": message["function_call"]})
-    calls = [tool_use_call(b, where, notes) for b in message.get("content") or []
-             if isinstance(b, dict) and b.get("type") == "tool_use"]
+    calls = [
+        tool_use_call(b, where, notes)
+        for b in message.get("content") or []
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
     for call in raw:
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
-
+from typing import Any
 
 NO_OUTPUT = "(no output)"
 NO_RESULT = "(no result in the log)"
@@ -116,8 +116,10 @@ def arguments_of(raw: Any, name: str, where: str, notes: list[str]) -> dict[str,
         arguments = raw
     if isinstance(arguments, dict):
         return arguments
-    notes.append(f"{where}: the {name} call's arguments are not a JSON object ({type(arguments).__name__}): "
-                 "kept whole as `arguments`")
+    notes.append(
+        f"{where}: the {name} call's arguments are not a JSON object ({type(arguments).__name__}): "
+        "kept whole as `arguments`"
+    )
     return {"arguments": arguments}
 
 
@@ -149,12 +151,19 @@ def cap(text: str, limit: int | None) -> str:
 # Where agent harnesses wrap a person's words in their own: (what it is, the person's part).
 _TEMPLATES = [
     ("the issue text of SWE-agent's instance template", re.compile(r"(?s)\bISSUE:\s*\n(.*?)\n\s*INSTRUCTIONS:")),
-    ("the PR description of the agent's instance template", re.compile(r"(?s)<pr_description>\s*(.*?)\s*</pr_description>")),
-    ("the task of mini-swe-agent's instance template",
-     re.compile(r"(?s)^\s*Please solve this issue:\s*(.*?)\n\s*\n\s*You can execute bash commands")),
+    (
+        "the PR description of the agent's instance template",
+        re.compile(r"(?s)<pr_description>\s*(.*?)\s*</pr_description>"),
+    ),
+    (
+        "the task of mini-swe-agent's instance template",
+        re.compile(r"(?s)^\s*Please solve this issue:\s*(.*?)\n\s*\n\s*You can execute bash commands"),
+    ),
 ]
 # Text a harness inserts into a person's turn (Claude Code's reminders and command echoes).
-_INSERTED = re.compile(r"(?s)<(system-reminder|command-name|command-message|command-args|local-command-stdout)>.*?</\1>")
+_INSERTED = re.compile(
+    r"(?s)<(system-reminder|command-name|command-message|command-args|local-command-stdout)>.*?</\1>"
+)
 
 
 def person_said(text: str) -> tuple[str, str]:
@@ -176,8 +185,10 @@ def nothing_to_import(session: Session) -> str | None:
         return "nothing to import: the log holds no user message and no agent step"
     said = [e.user for e in session.exchanges if e.user not in PLACEHOLDERS]
     if not said and not any(step.calls for e in session.exchanges for step in e.steps):
-        return ("nothing to import: no user line has text and no tool call was made (every content is empty or "
-                "null), so the task cannot be recovered")
+        return (
+            "nothing to import: no user line has text and no tool call was made (every content is empty or "
+            "null), so the task cannot be recovered"
+        )
     return None
 
 
@@ -201,7 +212,9 @@ def to_scenario(session: Session, facts: dict[int, list[dict[str, Any]]]) -> dic
         for s, step in enumerate(steps or [None]):
             turn: dict[str, Any] = {"user": exchange.user} if s == 0 else {}
             # A compaction between the user's line and the first step goes before the user's turn.
-            summary = (exchange.recorded_summary or (step and step.recorded_summary)) if s == 0 else step.recorded_summary
+            summary = (
+                (exchange.recorded_summary or (step and step.recorded_summary)) if s == 0 else step.recorded_summary
+            )
             if summary:
                 turn["recorded_summary"] = summary
             if step is None:
@@ -212,18 +225,31 @@ def to_scenario(session: Session, facts: dict[int, list[dict[str, Any]]]) -> dic
                     reply["text"] = step.text
                 reply["tool_calls"] = []
                 for call in step.calls:
-                    tools.setdefault(call.tool, {"name": call.tool, "description": f"The logged agent's {call.tool} tool.",
-                                                 "result": IMPORTED_TOOL})
+                    tools.setdefault(
+                        call.tool,
+                        {
+                            "name": call.tool,
+                            "description": f"The logged agent's {call.tool} tool.",
+                            "result": IMPORTED_TOOL,
+                        },
+                    )
                     result = call.result if call.result is not None else NO_RESULT
-                    reply["tool_calls"].append({"tool": call.tool, "input": call.input,
-                                                "result": result if result.strip() else NO_OUTPUT,
-                                                **({"is_error": True} if call.is_error or call.result is None else {})})
+                    reply["tool_calls"].append(
+                        {
+                            "tool": call.tool,
+                            "input": call.input,
+                            "result": result if result.strip() else NO_OUTPUT,
+                            **({"is_error": True} if call.is_error or call.result is None else {}),
+                        }
+                    )
                 if s == len(steps) - 1:
                     reply["final"] = exchange.final or NO_REPLY
                 turn["assistant"] = reply
             planted = facts.get(len(turns), [])  # a fact, or a later value of one (it names its `fact`)
-            for key, entries in (("facts", [f for f in planted if "fact" not in f]),
-                                 ("supersedes", [f for f in planted if "fact" in f])):
+            for key, entries in (
+                ("facts", [f for f in planted if "fact" not in f]),
+                ("supersedes", [f for f in planted if "fact" in f]),
+            ):
                 if entries:
                     turn[key] = entries
             turns.append(turn)
@@ -262,8 +288,9 @@ class Builder:
 
     def assistant(self, text: str, calls: list[Call], where: str) -> None:
         if self.current is None:
-            self.session.notes.append(f"{where}: the log starts with the agent; its first user line reads "
-                                      f"'{LOG_STARTS}'")
+            self.session.notes.append(
+                f"{where}: the log starts with the agent; its first user line reads '{LOG_STARTS}'"
+            )
             self.user(LOG_STARTS)
         if text.strip():
             self.pending.append(text.strip())
@@ -287,7 +314,9 @@ class Builder:
         """The Messages API `tool_result` blocks among `blocks`, each given to its call; returns them."""
         results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
         for block in results:
-            self.result(str(block.get("tool_use_id")), text_of(block.get("content")), bool(block.get("is_error")), where)
+            self.result(
+                str(block.get("tool_use_id")), text_of(block.get("content")), bool(block.get("is_error")), where
+            )
         return results
 
     def compacted(self, summary: str, where: str) -> None:
@@ -295,7 +324,9 @@ class Builder:
             self.session.notes.append(f"{where}: a compaction with no summary text: left out (nothing to replay)")
             return
         self.recorded = summary.strip()
-        self.session.notes.append(f"{where}: the agent compacted its history here (recorded for the `recorded` strategy)")
+        self.session.notes.append(
+            f"{where}: the agent compacted its history here (recorded for the `recorded` strategy)"
+        )
 
     def _close(self) -> None:
         if self.current is not None and self.pending:

@@ -25,8 +25,10 @@ TOOL = "swe_agent"
 
 
 def read(path: Path) -> list[Session]:
-    session = Session(slug(log_name(path).name.removesuffix(".traj")),
-                      f"SWE-agent trajectory {path.name}, imported with `harness import swe-agent`.")
+    session = Session(
+        slug(log_name(path).name.removesuffix(".traj")),
+        f"SWE-agent trajectory {path.name}, imported with `harness import swe-agent`.",
+    )
     data = read_json(path, "a SWE-agent trajectory", session.notes)
     if not isinstance(data, dict) or not isinstance(data.get("trajectory", data.get("history")), list):
         raise InputError(path, "not a SWE-agent trajectory: no `trajectory` or `history` list", field="trajectory")
@@ -71,6 +73,11 @@ def _steps_from(history: list[dict[str, Any]], task: dict[str, Any] | None) -> l
     for message, after in zip(live, live[1:] + [{}]):
         if message.get("role") == "assistant" and message.get("action"):
             observation = after.get("content") if after.get("role") in ("user", "tool") else ""
-            steps.append({"thought": message.get("thought") or message.get("content"), "action": message["action"],
-                          "observation": observation})
+            steps.append(
+                {
+                    "thought": message.get("thought") or message.get("content"),
+                    "action": message["action"],
+                    "observation": observation,
+                }
+            )
     return steps
