@@ -24,10 +24,12 @@ demo: models
 test: models
 	$(BIN)/pytest -q
 
-# Lint and format with ruff (pyproject.toml); the tests check that nothing is left to fix.
+# Lint and format with ruff, then check the seams' types with mypy (both configured in
+# pyproject.toml); `make test` fails on anything this leaves.
 lint: $(STAMP)
 	$(BIN)/ruff check --fix harness tests scripts
 	$(BIN)/ruff format harness tests scripts
+	$(BIN)/mypy
 
 # Our own summary prompts go through the same gates as users' ones: summary retention on the
 # generated chats of evals/gate.yaml and the generated coding-agent sessions of evals/agent-gate.yaml,

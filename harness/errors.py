@@ -8,7 +8,9 @@ line (`file:line: field: message`) instead of a traceback.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 # Path inside a YAML document: keys and list indices, e.g. ("turns", 2, "facts", 0, "answer").
 Loc = tuple[str | int, ...]
@@ -32,7 +34,7 @@ def format_loc(loc: Loc) -> str:
     return text
 
 
-def describe_error(error: dict, known: list[str] | None = None) -> str:
+def describe_error(error: Mapping[str, Any], known: list[str] | None = None) -> str:
     """One pydantic error in a user's words; `known`: the keys allowed where an unknown key stands."""
     if error["type"] == "extra_forbidden":
         return "unknown key" + did_you_mean(str(error["loc"][-1]), known or [], "(a typo?)")

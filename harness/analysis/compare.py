@@ -127,7 +127,11 @@ def units(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     retention, per cut for next-action fidelity and for each behaviour check."""
     if metric in BEHAVIOURS:
         return behaviour_units(rows, metric)
-    return {"retention": retention_units, "next-action": action_units}.get(metric, recall_units)(rows)
+    if metric == "retention":
+        return retention_units(rows)
+    if metric == "next-action":
+        return action_units(rows)
+    return recall_units(rows)
 
 
 def behaviour_floor(actions: pd.DataFrame, metric: str) -> Comparison:

@@ -28,6 +28,7 @@ three times in ten). A kind too small to test, or kept too rarely by the baselin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,7 +122,7 @@ class Verdict:
     @property
     def exit_code(self) -> int:
         """Regression when anything fails; else cannot judge when anything could not be judged."""
-        results = [c.result for c in [*self.cells, *self.checks]]
+        results = [c.result for c in self.cells] + [c.result for c in self.checks]
         if any(r.startswith("FAIL") for r in results + [c.result for c in self.kinds]):
             return EXIT_REGRESSION
         return EXIT_CANNOT_JUDGE if self.cannot_judge or any(r != "pass" for r in results) else EXIT_PASS
@@ -256,10 +257,11 @@ def _check_comparable(baseline: Run, candidate: Run) -> None:
             f"the baseline was recorded on {baseline.about.model}, the candidate ran on "
             f"{candidate.about.model}: gate against a baseline of the same model"
         )
-    for setting, of in (
-        ("sampling", lambda about: about.sampling),
-        ("summary layout", lambda about: about.setting("summary_layout")),
-    ):
+    settings: dict[str, Callable[[Manifest], object]] = {
+        "sampling": lambda about: about.sampling,
+        "summary layout": lambda about: about.setting("summary_layout"),
+    }
+    for setting, of in settings.items():
         if of(baseline.about) != of(candidate.about):
             raise CannotJudge(
                 f"the baseline was recorded with {setting} {of(baseline.about)!r}, the candidate ran "

@@ -5,6 +5,8 @@ comparisons and the gate test, so one figure of a variant is the same on every s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 
 from ..records.load import failed
@@ -37,6 +39,6 @@ def retention_rate(group: pd.DataFrame) -> Rate:
     return rate(units["value"], fact_clusters(units))
 
 
-def variant_order(variants) -> list[str]:
+def variant_order(variants: Iterable[str]) -> list[str]:
     """Variants under test first, then the ceiling, then the no-history control; each by name."""
     return sorted(variants, key=lambda v: (v in CONTROLS, v == NO_HISTORY, v))

@@ -119,12 +119,12 @@ class PairedTest:
 
 def paired_test(a: pd.Series, b: pd.Series, clusters: pd.Series, confidence: float = 0.95) -> PairedTest:
     """Paired difference mean(b) - mean(a) with a cluster-robust t-test and interval."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    sums = _cluster_sums(b - a, clusters)
+    before, after = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    sums = _cluster_sums(after - before, clusters)
     n, k = int(sums["size"].sum()), len(sums)
     if n == 0:
         return PairedTest(float("nan"), float("nan"), 0, 0)
-    result = PairedTest(float(a.mean()), float(b.mean()), n, k)
+    result = PairedTest(float(before.mean()), float(after.mean()), n, k)
     if k < MIN_CLUSTERS:
         return result
     difference = float(sums["sum"].sum() / n)

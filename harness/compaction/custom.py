@@ -25,6 +25,8 @@ from ..records.schema import CompactionEvent
 from .seed import CompactionSettings, TranscriptTooLarge
 
 # (messages, client, output_stream, context_limit, settings, events) -> messages
+# A user's compaction function: the seed's four arguments, or (messages, context); its result is checked.
+UserFunction = Callable[..., Any]
 Strategy = Callable[[list[Message], Any, TextIO, int, CompactionSettings, list[CompactionEvent]], list[Message]]
 
 
@@ -44,7 +46,7 @@ class Metered:
         self.capped = False  # some call stopped at its max_tokens
 
     def create(self, **request: Any) -> dict[str, Any]:
-        response = self.client.create(**request)
+        response: dict[str, Any] = self.client.create(**request)
         self.usage += usage_of(response)
         self.requests += 1
         self.capped = self.capped or response.get("stop_reason") == "max_tokens"
@@ -68,13 +70,20 @@ class StrategyContext:
         return measure(messages, self.client, self.settings.unit)
 
 
-def custom_compaction(name: str, function: Callable, contextual: bool) -> Strategy:
+def custom_compaction(name: str, function: UserFunction, contextual: bool) -> Strategy:
     """Run a user's compaction function and record what it did: whatever new messages it put in
     place of the folded ones is its summary, whatever wording it uses; its model calls are metered.
     `contextual`: the function takes `(messages, context)`; otherwise the seed's signature
     `(messages, client, output_stream, context_limit)`. Any exception it raises fails the case."""
 
-    def strategy(messages, client, output_stream, context_limit, settings, events):
+    def strategy(
+        messages: list[Message],
+        client: Any,
+        output_stream: TextIO,
+        context_limit: int,
+        settings: CompactionSettings,
+        events: list[CompactionEvent],
+    ) -> list[Message]:
         metered = Metered(client)
         try:
             result = (
@@ -120,7 +129,7 @@ def custom_compaction(name: str, function: Callable, contextual: bool) -> Strate
     return strategy
 
 
-def is_contextual(function: Callable) -> bool:
+def is_contextual(function: UserFunction) -> bool:
     """Whether a compaction function takes `(messages, context)` rather than the seed's four arguments."""
     required = [
         p
@@ -134,7 +143,7 @@ SEED_PARAMETERS = ("messages", "client", "output_stream", "context_limit")
 CONTEXT_PARAMETERS = ("messages", "context")
 
 
-def import_strategy(name: str, origin: Path, line: int | None, field: str) -> Callable:
+def import_strategy(name: str, origin: Path, line: int | None, field: str) -> UserFunction:
     """A user's `module:function`, from where they run the harness or beside the eval file, checked
     to take the seed's compaction arguments before anything runs."""
     module_name, function_name = name.split(":")
@@ -143,7 +152,7 @@ def import_strategy(name: str, origin: Path, line: int | None, field: str) -> Ca
             sys.path.append(folder)
     try:
         with contextlib.redirect_stdout(sys.stderr):  # whatever its import prints must not mix into our output
-            function = getattr(importlib.import_module(module_name), function_name)
+            function: UserFunction = getattr(importlib.import_module(module_name), function_name)
     except (ImportError, AttributeError) as exc:
         raise InputError(origin, f"cannot import strategy {name!r}: {exc}", line, field) from None
     except Exception as exc:  # a syntax error or a failure inside the user's module

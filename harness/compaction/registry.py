@@ -4,10 +4,9 @@ on (a budget, a summary prompt, the history at all). The runner plans cases by i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from .custom import Strategy, custom_compaction, is_contextual
+from .custom import Strategy, UserFunction, custom_compaction, is_contextual
 from .seed import compact, recorded, truncate
 from .server import anthropic_auto_compact, anthropic_compact, anthropic_context_editing
 from .tool_results import clear_tool_results, mask_observations
@@ -65,7 +64,7 @@ STRATEGIES = {
 }
 
 
-def custom_strategy(name: str, function: Callable) -> StrategySpec:
+def custom_strategy(name: str, function: UserFunction) -> StrategySpec:
     """A user's `module:function`: compacts at every budget; it sweeps the eval's summary prompts
     (receiving each as `context.settings.summary_prompt`) when it declares `uses_prompt = True`."""
     return StrategySpec(

@@ -58,7 +58,7 @@ def split_point(
     """Where to cut, or None when the history fits or everything in it is recent (see `cut`)."""
     if settings.cut == "recorded":
         return len(messages) if settings.recorded_summary is not None and messages else None
-    if size <= context_limit:
+    if context_limit is None or size <= context_limit:
         return None
     starts = cut_points(messages, steps=settings.cut == "steps")
     if len(starts) <= settings.keep_recent:

@@ -39,7 +39,9 @@ AUTO_COMPACT_BETA = "compact-2026-01-12"
 CONTEXT_EDITING_BETA = "context-management-2025-06-27"
 
 
-def _event(name: str, split: int, size_before: int, settings: CompactionSettings, response: dict) -> CompactionEvent:
+def _event(
+    name: str, split: int, size_before: int, settings: CompactionSettings, response: dict[str, Any]
+) -> CompactionEvent:
     spent = usage_of(response)
     return CompactionEvent(
         name,
@@ -62,7 +64,7 @@ def _swap(
     messages: list[Message],
     size_before: int,
     split: int,
-    response: dict,
+    response: dict[str, Any],
     client: Any,
     settings: CompactionSettings,
     events: list[CompactionEvent] | None,
@@ -79,7 +81,7 @@ def _swap(
         event.folded_messages, event.error = 0, NO_SUMMARY
     else:
         kept = messages[split:]
-        opening = {"role": "assistant", "content": [block]}
+        opening: dict[str, Any] = {"role": "assistant", "content": [block]}
         if kept and kept[0]["role"] == "assistant":  # cut inside a tool loop: the step joins the block's turn
             step = kept.pop(0)["content"]
             opening["content"] += step if isinstance(step, list) else [{"type": "text", "text": step}]
@@ -165,10 +167,10 @@ def anthropic_context_editing(
     }
     if rules.exclude_tools:
         edit["exclude_tools"] = list(rules.exclude_tools)
-    if rules.clear_tool_inputs:
-        edit["clear_tool_inputs"] = (
-            rules.clear_tool_inputs if rules.clear_tool_inputs is True else list(rules.clear_tool_inputs)
-        )
+    if rules.clear_tool_inputs is True:
+        edit["clear_tool_inputs"] = True
+    elif rules.clear_tool_inputs:
+        edit["clear_tool_inputs"] = list(rules.clear_tool_inputs)
     if rules.clear_at_least:
         edit["clear_at_least"] = {"type": "input_tokens", "value": rules.clear_at_least}
     response = client.create(

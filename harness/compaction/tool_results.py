@@ -47,6 +47,13 @@ class ToolUse:
     result_at: tuple[int, int] | None  # of its tool_result; None: not answered yet
     name: str
 
+    @property
+    def answered_at(self) -> tuple[int, int]:
+        """Where its result is, for a use known to be answered."""
+        if self.result_at is None:
+            raise ValueError(f"the tool call at {self.call_at} has no result yet")
+        return self.result_at
+
 
 def tool_uses(messages: list[Message]) -> list[ToolUse]:
     """The history's tool calls, oldest first, each with where its result is."""
@@ -80,13 +87,13 @@ def clear_old_results(
     oldest first), and which were cleared. Edited messages are new objects; the others are the same."""
     answered = [use for use in tool_uses(messages) if use.result_at is not None and use.name not in exclude]
     older = answered[: max(0, len(answered) - keep)]
-    chosen = [use for use in older if clearable(use) and not _is_placeholder(_block(messages, use.result_at))][:limit]
+    chosen = [use for use in older if clearable(use) and not _is_placeholder(_block(messages, use.answered_at))][:limit]
     if not chosen:
         return messages, []
     edited = list(messages)
     for use in chosen:
-        m, b = use.result_at
-        block = _block(edited, use.result_at)
+        m, b = use.answered_at
+        block = _block(edited, use.answered_at)
         content = list(edited[m]["content"])
         content[b] = {**block, "content": placeholder(content_text(block.get("content") or ""))}
         edited[m] = {**edited[m], "content": content}
@@ -99,7 +106,8 @@ def clear_old_results(
 
 
 def _block(messages: list[Message], at: tuple[int, int]) -> dict[str, Any]:
-    return messages[at[0]]["content"][at[1]]
+    block: dict[str, Any] = messages[at[0]]["content"][at[1]]
+    return block
 
 
 def _is_placeholder(block: dict[str, Any]) -> bool:
@@ -110,7 +118,7 @@ def _is_placeholder(block: dict[str, Any]) -> bool:
 
 def edited_end(cleared: list[ToolUse]) -> int:
     """Where the part of the history an in-place edit changed ends (its `folded_messages`)."""
-    return max(max(use.result_at[0], use.call_at[0]) for use in cleared) + 1
+    return max(max(use.answered_at[0], use.call_at[0]) for use in cleared) + 1
 
 
 def _in_place(
@@ -148,7 +156,7 @@ def mask_observations(
         settings.tool_results.keep,
         placeholder=lambda text: MASKED.format(chars=len(text)),
         clearable=lambda use: (
-            len(content_text(_block(messages, use.result_at).get("content") or "")) > len(MASKED.format(chars=10**6))
+            len(content_text(_block(messages, use.answered_at).get("content") or "")) > len(MASKED.format(chars=10**6))
         ),
     )
     if not cleared:

@@ -20,7 +20,7 @@ from .cache import ResponseCache
 from .client import OVERFLOW, ContextOverflow, ModelError, Reply, SetupError, api_problem, reply_problem
 from .local import LOCAL, catalog_model, local_server, local_weights
 from .tool_text import read_tool_calls
-from .weights import MODELS
+from .weights import DEFAULT, MODELS
 
 REQUEST_TIMEOUT = 600.0  # seconds; a long summary on 2 CPU cores takes tens of seconds
 MAX_RETRIES = 4  # the SDK backs off exponentially and honours retry-after
@@ -79,13 +79,14 @@ class Backend:
         import anthropic
 
         # The SDK retries HTTP failures itself; a 200 with a broken body it does not, so we do.
+        problem: str | None = None
         for _attempt in range(MAX_RETRIES + 1):
             with self._lock:
                 self.calls += 1
             try:
                 # Server-side compaction and context editing are beta features: their requests name the betas.
                 api = self.client.beta.messages if "betas" in request else self.client.messages
-                data = _data(api.create(model=self.model, extra_body=sampling or None, **request))
+                data: dict[str, Any] = _data(api.create(model=self.model, extra_body=sampling or None, **request))
             except json.JSONDecodeError as exc:
                 problem = f"the body is not valid JSON ({exc})"
             except anthropic.APIError as exc:
@@ -130,9 +131,9 @@ class Backend:
         request.pop("max_tokens", None)
         key = ResponseCache.key(self.identity, {"count_tokens": True}, request)
         if self.cache and isinstance(hit := self.cache.get(key), dict) and isinstance(hit.get("input_tokens"), int):
-            return hit["input_tokens"]
+            return int(hit["input_tokens"])
         try:
-            tokens = self.client.messages.count_tokens(model=self.model, **request).input_tokens
+            tokens = int(self.client.messages.count_tokens(model=self.model, **request).input_tokens)
         except anthropic.APIError as exc:
             raise api_error(exc) from exc
         if self.cache:
@@ -222,7 +223,7 @@ def _open(name: str, base_url: str | None, temperature: float, seed: int, thread
     if not is_local(name):
         raise SetupError(
             f"unknown model {name!r}: use {', '.join(MODELS)} (`harness models` lists them; "
-            f"'local' is {catalog_model(LOCAL).name}), a .gguf path, a claude-... name, "
+            f"'local' is {DEFAULT.name}), a .gguf path, a claude-... name, "
             "or give --base-url for another Anthropic-compatible server"
         )
     weights, context = local_weights(name)

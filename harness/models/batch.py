@@ -122,7 +122,7 @@ class BatchEndpoint:
         import anthropic
 
         try:
-            return self.client.messages.batches.create(requests=entries).id
+            return str(self.client.messages.batches.create(requests=entries).id)
         except anthropic.APIError as exc:
             verb = "the provider rejected" if isinstance(exc, anthropic.APIStatusError) else "could not submit"
             raise BatchRejected(

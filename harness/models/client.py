@@ -59,7 +59,7 @@ class Usage:
         )
 
 
-class Reply(dict):
+class Reply(dict[str, Any]):
     """A Messages API response as plain JSON data (what the seed's code reads), with the `usage`
     the harness measured attached as an attribute."""
 

@@ -32,7 +32,7 @@ _FENCED = re.compile(r"```(?:json|tool_call)?[ \t]*\n(.*?)\n?```", re.DOTALL)
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)  # Hermes/Qwen's own template
 
 
-def _pattern_reader(pattern: re.Pattern) -> Reader:
+def _pattern_reader(pattern: re.Pattern[str]) -> Reader:
     def read(text: str) -> tuple[list[str], str]:
         return [m.group(1) for m in pattern.finditer(text)], pattern.sub("", text)
 
@@ -72,7 +72,7 @@ def _calls(piece: str, tool_names: set[str]) -> list[tuple[str, dict[str, Any]]]
             item = item["function"]
         if not isinstance(item, dict) or item.get("name") not in tool_names:
             continue
-        arguments = next((item[key] for key in ARGUMENT_KEYS if key in item), {})
+        arguments: Any = next((item[key] for key in ARGUMENT_KEYS if key in item), {})
         if isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
             try:
                 arguments = json.loads(arguments)
@@ -86,7 +86,7 @@ def _calls(piece: str, tool_names: set[str]) -> list[tuple[str, dict[str, Any]]]
 def read_tool_calls(data: dict[str, Any], tools: list[dict[str, Any]]) -> tuple[dict[str, Any], int]:
     """A Messages reply with the tool calls its text blocks wrote turned into `tool_use` blocks, and
     how many there were (0: `data` unchanged). A reply that already holds a `tool_use` is left alone."""
-    names = {tool.get("name") for tool in tools if isinstance(tool, dict)}
+    names = {str(tool["name"]) for tool in tools if isinstance(tool, dict) and tool.get("name")}
     content = data.get("content") or []
     if not names or any(block.get("type") == "tool_use" for block in content):
         return data, 0

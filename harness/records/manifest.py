@@ -52,7 +52,7 @@ class Manifest(BaseModel):
 
     @property
     def name(self) -> str:
-        return self.eval["name"]
+        return str(self.eval["name"])
 
     @property
     def unfinished(self) -> bool:

@@ -58,12 +58,14 @@ def judge_items() -> tuple[list[LabelledAnswer], list[LabelledAnswer]]:
     one (a distractor, an old value, or another fact's value of the same shape): the answers a
     lenient judge accepts. Facts whose right answer is to abstain are left out (the judge grades
     stated values)."""
-    corpus = [item for item in load_corpus() if item.target.expected is not None]
-    right = [item for item in corpus if item.verdict == "recalled"]
-    wrong = [item for item in corpus if item.verdict != "recalled"]
-    values = sorted({item.target.expected.answer for item in corpus})
-    for item in right:
-        expected = item.target.expected.answer
+    corpus = [(item, item.target.expected) for item in load_corpus() if item.target.expected is not None]
+    right = [item for item, _ in corpus if item.verdict == "recalled"]
+    wrong = [item for item, _ in corpus if item.verdict != "recalled"]
+    values = sorted({expected.answer for _, expected in corpus})
+    for item, expectation in corpus:
+        if item.verdict != "recalled":
+            continue
+        expected = expectation.answer
         found = re.search(rf"(?<!\w){re.escape(expected)}(?!\w)", item.answer, re.IGNORECASE)
         alike = [v for v in values if _shape(v) == _shape(expected)]
         turn = alike.index(expected) + 1  # other facts' values, from the next one on: varied replacements

@@ -10,12 +10,13 @@ import functools
 import re
 import string
 from collections import Counter
+from typing import Any
 
 _PUNCTUATION = set(string.punctuation)
 
 
 @functools.cache
-def _stemmer():
+def _stemmer() -> Any:  # nltk has no type hints
     from nltk.stem import PorterStemmer  # imported when a LoCoMo fact is first scored
 
     return PorterStemmer()
@@ -23,7 +24,7 @@ def _stemmer():
 
 @functools.cache
 def _stem(word: str) -> str:
-    return _stemmer().stem(word)
+    return str(_stemmer().stem(word))
 
 
 def locomo_tokens(text: str) -> list[str]:

@@ -70,7 +70,7 @@ def mentions(text: str, value: str, tolerance: float | None = None) -> bool:
     return bool(occurrences(normalize(text), value, tolerance))
 
 
-def _best(score, text: str, expectation: Expectation) -> float:
+def _best(score: Callable[[str, str], float], text: str, expectation: Expectation) -> float:
     """The best score of `text` against the expected value and its aliases."""
     return max(score(text, value) for value in expectation.values)
 
@@ -130,14 +130,14 @@ class LocomoF1:
     def score(self, answer: str, expectation: Expectation | None) -> float | None:
         if expectation is None:
             return float(any(phrase in answer.lower() for phrase in LOCOMO_NO_ANSWER))
-        return max(self._against(answer, value) for value in expectation.values)
+        return _best(self._against, answer, expectation)
 
     def extras(self, answer: str, expectation: Expectation | None) -> int | None:
         return None
 
     def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
         if not within:
-            return self.score(text, expectation) >= self.threshold
+            return _best(self._against, text, expectation) >= self.threshold
         present = set(locomo_tokens(text))
         return any(
             sum(t in present for t in words) / len(words) >= self.threshold

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 
 _UNITS = {
     w: i
@@ -30,7 +31,9 @@ _MONTHS.update({m[:3]: n for m, n in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ORD = r"(?:st|nd|rd|th)?"
-_DATE_PATTERNS = [
+# Each pattern with how to read (year or None, month, day) from its match.
+DateParts = Callable[[re.Match[str]], tuple[str | None, str | int, str]]
+_DATE_PATTERNS: list[tuple[re.Pattern[str], DateParts]] = [
     # 2025-03-14 or 2025/03/14
     (re.compile(r"\b(\d{4})[-/](\d{1,2})[-/](\d{1,2})\b"), lambda m: (m[1], m[2], m[3])),
     # March 14, 2025 / Mar 14th / March 14
@@ -60,11 +63,11 @@ def _words_to_number(phrase: str) -> str:
     return str(total + current)
 
 
-def _canonical_date(match: re.Match, parts) -> str:
-    year, month, day = parts(match)
-    month, day = int(month), int(day)
+def _canonical_date(match: re.Match[str], parts: DateParts) -> str:
+    year, month_read, day_read = parts(match)
+    month, day = int(month_read), int(day_read)
     if not (1 <= month <= 12 and 1 <= day <= 31):
-        return match[0]
+        return str(match[0])
     return f"{int(year):04d}-{month:02d}-{day:02d}" if year else f"{month:02d}-{day:02d}"
 
 
@@ -74,10 +77,10 @@ def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", str(text)).lower()
     if not text.isascii():  # invisible format characters (zero-width spaces, soft hyphens) must not hide a word
         text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    text = _NUMBER_PHRASE.sub(lambda m: _words_to_number(m[0]), text)
+    text = _NUMBER_PHRASE.sub(lambda m: _words_to_number(str(m[0])), text)
     text = re.sub(r"(?<=\d)[,\u202f\u00a0'](?=\d{3}\b)", "", text)  # 2,350 -> 2350
     for pattern, parts in _DATE_PATTERNS:
-        text = pattern.sub(lambda m, parts=parts: _canonical_date(m, parts), text)
+        text = pattern.sub(functools.partial(_canonical_date, parts=parts), text)
     text = re.sub(r"(?<=\d)\.(?=\d)", "\0", text)  # keep decimal points through the next step
     text = re.sub(r"[^\w\0]+", " ", text).replace("\0", ".")
     return " ".join(text.split())
