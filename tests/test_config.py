@@ -45,6 +45,39 @@ def test_command_line_overrides(folder, monkeypatch):
     assert ev.spec.budgets == ["10%"] and ev.spec.repeats == 3
 
 
+def test_a_bad_flag_is_blamed_on_the_flag_not_the_file(folder, monkeypatch):
+    monkeypatch.chdir(folder)
+    path = write(folder, BASE)
+    for overrides, flag in (
+        (dict(budgets=["0"]), "--budget"),
+        (dict(budgets=["40%", "abc"]), "--budget"),
+        (dict(prompts=["missing.txt"]), "--prompt"),
+    ):
+        with pytest.raises(InputError) as caught:
+            load_eval(path, **overrides)
+        assert caught.value.path == flag and caught.value.line is None, overrides
+    # The same value in the file is the file's: its line and field.
+    with pytest.raises(InputError) as caught:
+        load_eval(write(folder, BASE.replace("[1200, 50%]", "[0]")), budgets=None)
+    assert (caught.value.path, caught.value.line) == (str(folder / "e.yaml"), 3)
+
+
+def test_shipped_prompts_are_named_by_name_so_a_copied_eval_still_finds_them(folder, monkeypatch):
+    monkeypatch.chdir(folder)  # outside this clone's layout: no ../harness/prompts beside the eval
+    ev = load_eval(
+        write(folder, BASE.replace("prompts: [p.txt]", "prompts: [seed, p.txt]\ncontrol_prompt: keeps-nothing"))
+    )
+    shipped = REPO / "harness" / "prompts"
+    assert [p.id for p in ev.prompts] == ["seed", "p", "keeps-nothing"]
+    assert ev.prompts[0].text == (shipped / "seed.txt").read_text().strip()
+    assert load_eval(write(folder, BASE), prompts=["facts-first"]).prompts[0].id == "facts-first"
+    # A file of the same name beside the eval wins; an unknown name lists the shipped ones.
+    (folder / "seed").write_text("My own seed.")
+    assert load_eval(write(folder, BASE.replace("[p.txt]", "[seed]"))).prompts[0].text == "My own seed."
+    with pytest.raises(InputError, match="name a shipped prompt: .*facts-first.*seed"):
+        load_eval(write(folder, BASE.replace("[p.txt]", "[sed]")))
+
+
 @pytest.mark.parametrize(
     "text, line, field, message",
     [

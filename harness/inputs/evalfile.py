@@ -165,7 +165,11 @@ class EvalFile(BaseModel):
         min_length=1, description="Absolute (1200) or a share of each scenario's history ('50%')."
     )
     unit: Literal["chars", "tokens"] = "chars"
-    prompts: list[str] = Field(default=[], description="Summary prompt files (one per variant).")
+    prompts: list[str] = Field(
+        default=[],
+        description="Summary prompts, one per variant: a file (relative to the eval file), or the name of a "
+        "prompt the harness ships (`seed`, `facts-first`, `keeps-nothing`, ...).",
+    )
     strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
         default=["summary", "none", "no-history"],
         min_length=1,
@@ -230,7 +234,8 @@ class EvalFile(BaseModel):
     control_prompt: str | None = Field(
         default=None,
         description="A summary prompt that keeps nothing, run beside the others: reports show "
-        "prompt sensitivity, the best prompt's retention minus this one's.",
+        "prompt sensitivity, the best prompt's retention minus this one's. A file or a shipped prompt's "
+        "name, as in `prompts`.",
     )
     batch: bool = Field(
         default=False,
@@ -280,11 +285,24 @@ class EvalSource:
         return self.spec.repeats if self.spec.temperature > 0 else 1
 
 
+SHIPPED_PROMPTS = Path(__file__).parents[1] / "prompts"  # seed, facts-first, keeps-nothing, ...
+
+
+def shipped_prompt_names() -> list[str]:
+    return sorted(p.stem for p in SHIPPED_PROMPTS.glob("*.txt"))
+
+
 def _read_prompt(name: str, base: Path, origin: str | Path, line: int | None, field: str) -> Prompt:
-    """A summary prompt file; a problem is blamed on `origin` (the eval file's line, or the flag)."""
+    """A summary prompt: a file relative to `base`, or a bare name (`seed`) of a prompt this package
+    ships, so an eval copied into another repository still finds it. A problem is blamed on `origin`
+    (the eval file's line, or the flag)."""
     path = base / name
+    bare = "/" not in name and "\\" not in name and not name.endswith(".txt")
+    if not path.is_file() and bare and (SHIPPED_PROMPTS / f"{name}.txt").is_file():
+        path = SHIPPED_PROMPTS / f"{name}.txt"
     if not path.is_file():
-        raise InputError(origin, f"summary prompt file {name!r} not found (looked for {path})", line, field)
+        shipped = f"; or name a shipped prompt: {', '.join(shipped_prompt_names())}" if bare else ""
+        raise InputError(origin, f"summary prompt file {name!r} not found (looked for {path}){shipped}", line, field)
     try:
         text = path.read_text(encoding="utf-8").strip()
     except UnicodeDecodeError as exc:
@@ -306,6 +324,20 @@ def _chosen(
             message = f"no {noun} {name!r} in this eval (it has: {', '.join(existing)})"
             raise InputError(flag, message) if flag else doc.error((field,), message)
     return wanted or existing
+
+
+# The flag of each eval field `read_eval` overrides, to blame a bad value on it.
+FLAG_OF = {
+    "prompts": "--prompt",
+    "model": "--model",
+    "budgets": "--budget",
+    "repeats": "--repeats",
+    "probes": "--no-probes",
+    "scenario_ids": "--scenario",
+    "prompt_ids": "--prompt-id",
+    "limit": "--limit",
+    "batch": "--batch",
+}
 
 
 def read_eval(
@@ -347,7 +379,12 @@ def read_eval(
         written = doc.data.get("prices")
         doc.data["prices"] = {**(written if isinstance(written, dict) else {}), **prices}
     doc.data.update(overrides)
-    spec = doc.validate(EvalFile)
+    try:
+        spec = doc.validate(EvalFile)
+    except InputError as error:
+        if error.loc and error.loc[0] in overrides:  # the flag's value is wrong, not the file
+            raise InputError(FLAG_OF[str(error.loc[0])], error.message) from None
+        raise
     base = doc.path.parent
 
     scenario_paths: list[Path] = []
