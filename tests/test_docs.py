@@ -3,6 +3,7 @@ site builds with warnings as errors (no broken link or anchor); every YAML block
 (scenario, eval or overlay), every `harness` command in a shell block parses; the reference pages
 generated from the code are up to date; nothing points outside the repository."""
 
+import argparse
 import re
 import shlex
 import subprocess
@@ -82,6 +83,18 @@ def test_nothing_points_outside_the_repository():
     for path, page in PAGES.items():
         assert not re.findall(r"\]\((?:\.\./\.\.|/)", page), f"{path}: a link outside the repository"
         assert "../shared" not in page, path
+
+
+def test_every_argument_of_every_command_says_what_it_is():
+    def missing(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from missing(sub, f"{path} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                yield f"{path} {'/'.join(action.option_strings) or action.dest}"
+
+    assert list(missing(build_parser(), "harness")) == []
 
 
 def test_the_reference_pages_are_generated_from_the_code_as_it_is():

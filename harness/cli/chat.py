@@ -35,9 +35,13 @@ def register(commands) -> None:
     chat = commands.add_parser("chat", help="talk to the agent and watch compaction fire")
     model_flags(chat, "local")
     chat.add_argument("--budget", type=at_least(1), default=1200, help="compact above this size (default 1200)")
-    chat.add_argument("--unit", choices=["chars", "tokens"], default="chars")
+    chat.add_argument(
+        "--unit", choices=["chars", "tokens"], default="chars", help="what --budget counts (default chars)"
+    )
     chat.add_argument("--keep-recent", type=at_least(0), default=1, help="exchanges kept verbatim (default 1)")
     chat.add_argument("--summary-prompt", metavar="FILE", help="summary prompt file (default: the seed's)")
-    chat.add_argument("--summary-max-tokens", type=at_least(1), default=512)
+    chat.add_argument(
+        "--summary-max-tokens", type=at_least(1), default=512, help="token limit of each summary (default 512)"
+    )
     chat.add_argument("--hide-summaries", action="store_true", help="do not print each new summary")
     chat.set_defaults(handler=cmd_chat)

@@ -101,11 +101,17 @@ def eval_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> N
         "--prompt",
         action="append",
         metavar="FILE",
-        help="run against this summary prompt instead of the eval's (repeatable)",
+        help="run against this summary prompt instead of the eval's (repeatable): a file, or a shipped "
+        "prompt's name (seed, facts-first, ...)",
     )
     model_flags(parser, None)
     parser.add_argument("--budget", action="append", help="override the budgets (repeatable): 1200 or 40%%")
-    parser.add_argument("--repeats", type=at_least(1))
+    parser.add_argument(
+        "--repeats",
+        type=at_least(1),
+        metavar="N",
+        help="override how many times each case is played (samples only above temperature 0)",
+    )
     parser.add_argument("--scenario", action="append", metavar="ID", help="run only this scenario (repeatable)")
     parser.add_argument(
         "--prompt-id", action="append", metavar="ID", help="run only this summary prompt of the eval (repeatable)"

@@ -268,12 +268,14 @@ def register(commands) -> None:
     init.set_defaults(handler=cmd_init)
 
     validate = commands.add_parser("validate", help="check scenario and eval files without calling a model")
-    validate.add_argument("files", nargs="+")
+    validate.add_argument("files", nargs="+", metavar="FILE", help="scenario and eval files")
     validate.add_argument("--results", default="results", help="where baselines/ lives (for the detectable drop)")
     validate.set_defaults(handler=cmd_validate)
 
     schema = commands.add_parser("schema", help="print the JSON Schema of scenario or eval files")
-    schema.add_argument("kind", nargs="?", choices=["scenario", "eval"], default="scenario")
+    schema.add_argument(
+        "kind", nargs="?", choices=["scenario", "eval"], default="scenario", help="which file format (default scenario)"
+    )
     schema.set_defaults(handler=cmd_schema)
 
     importer = commands.add_parser(
@@ -283,7 +285,7 @@ def register(commands) -> None:
         "swe-agent (.traj), mini-swe-agent (.traj.json), openai (chat messages: "
         ".json or .jsonl). Benchmark: locomo (LoCoMo JSON).",
     )
-    importer.add_argument("format", choices=["locomo", *AGENT_FORMATS])
+    importer.add_argument("format", choices=["locomo", *AGENT_FORMATS], help="the logs' format")
     importer.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the logs (or LoCoMo files) to import")
     importer.add_argument("--out", type=Path, required=True, help="folder for the scenario files")
     importer.add_argument(

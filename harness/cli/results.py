@@ -131,7 +131,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def register(commands) -> None:
     compare = commands.add_parser("compare", help="paired comparison of two runs, or of two prompts in one run")
-    compare.add_argument("run_a", type=Path)
+    compare.add_argument("run_a", type=Path, help="a run folder")
     compare.add_argument("run_b", type=Path, nargs="?", help="omit to compare prompts within RUN_A")
     compare.add_argument(
         "--a",
@@ -152,5 +152,5 @@ def register(commands) -> None:
     report.set_defaults(handler=cmd_report)
 
     runs = commands.add_parser("runs", help="list the runs in results/runs: eval, model, date, status, best variant")
-    runs.add_argument("--results", default="results")
+    runs.add_argument("--results", default="results", help="where runs/ lives")
     runs.set_defaults(handler=cmd_runs)

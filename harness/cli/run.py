@@ -286,9 +286,9 @@ def register(commands) -> None:
     gate.set_defaults(handler=cmd_gate)
 
     baseline = commands.add_parser("baseline", help="record a finished run as the baseline the gate compares with")
-    baseline.add_argument("run_dir", type=Path)
+    baseline.add_argument("run_dir", type=Path, help="the finished run to record as the baseline")
     baseline.add_argument("--name", help="baseline name (default: the eval's name)")
-    baseline.add_argument("--results", default="results")
+    baseline.add_argument("--results", default="results", help="where baselines/ lives")
     baseline.set_defaults(handler=cmd_baseline)
 
     judge_check = commands.add_parser(
