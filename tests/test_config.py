@@ -119,7 +119,7 @@ def test_custom_strategy_is_imported_only_when_named(folder, monkeypatch):
     (folder / "mycompact.py").write_text("def keep_last(messages, client, out, limit):\n    return messages[-2:]\n")
     monkeypatch.syspath_prepend(str(folder))
     ev = load_eval(write(folder, BASE + "strategies: [mycompact:keep_last]\n"))
-    assert ev.custom["mycompact:keep_last"].__name__ == "keep_last"
+    assert ev.custom["mycompact:keep_last"].function.__name__ == "keep_last"
 
 
 @pytest.mark.parametrize("name", ["smoke.yaml", "full.yaml"])

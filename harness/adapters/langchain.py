@@ -19,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ..compaction.custom import StrategyContext
+from ..compaction.custom import Compactor, StrategyContext
 from ..messages import Message, content_text, exchange_starts
 
 
@@ -112,10 +112,10 @@ def summarization(messages: list[Message], context: StrategyContext) -> list[Mes
     return _compact(messages, context, DEFAULT_SUMMARY_PROMPT)
 
 
-def summarization_with_prompt(messages: list[Message], context: StrategyContext) -> list[Message]:
-    """LangChain's SummarizationMiddleware with each of the eval's summary prompts in turn."""
+def _with_prompt(messages: list[Message], context: StrategyContext) -> list[Message]:
     prompt = context.settings.summary_prompt.replace("{", "{{").replace("}", "}}")
     return _compact(messages, context, f"{prompt}\n\n<messages>\n{{messages}}\n</messages>")
 
 
-summarization_with_prompt.uses_prompt = True
+# LangChain's SummarizationMiddleware with each of the eval's summary prompts in turn.
+summarization_with_prompt = Compactor(_with_prompt, uses_prompt=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from .. import plugins
 from ..errors import InputError
 from ..messages import Message, content_text, measure
 from ..models.client import ModelError, Usage, usage_of
@@ -28,6 +29,27 @@ from .seed import CompactionSettings, TranscriptTooLarge
 # A user's compaction function: the seed's four arguments, or (messages, context); its result is checked.
 UserFunction = Callable[..., Any]
 Strategy = Callable[[list[Message], Any, TextIO, int, CompactionSettings, list[CompactionEvent]], list[Message]]
+
+
+@dataclass(frozen=True)
+class Compactor:
+    """A compaction function with the options it declares, as data: what a `module:function` or a
+    plugin's entry point may name instead of a bare function. `uses_prompt`: the strategy sweeps the
+    eval's summary prompts, receiving each as `context.settings.summary_prompt`."""
+
+    function: UserFunction
+    uses_prompt: bool = False
+
+    def __call__(self, *args: Any) -> Any:  # still callable as the function it declares
+        return self.function(*args)
+
+
+def declared(obj: UserFunction | Compactor) -> Compactor:
+    """A user's strategy object as a `Compactor`; a bare function's options are read from the
+    attribute earlier versions used (`function.uses_prompt = True`)."""
+    if isinstance(obj, Compactor):
+        return obj
+    return Compactor(obj, uses_prompt=bool(getattr(obj, "uses_prompt", False)))
 
 
 class StrategyError(Exception):
@@ -143,24 +165,25 @@ SEED_PARAMETERS = ("messages", "client", "output_stream", "context_limit")
 CONTEXT_PARAMETERS = ("messages", "context")
 
 
-def import_strategy(name: str, origin: Path, line: int | None, field: str) -> UserFunction:
-    """A user's `module:function`, from where they run the harness or beside the eval file, checked
-    to take the seed's compaction arguments before anything runs."""
-    module_name, function_name = name.split(":")
-    for folder in (str(Path.cwd()), str(origin.parent.resolve())):
-        if folder not in sys.path:
-            sys.path.append(folder)
+def import_strategy(name: str, origin: Path, line: int | None, field: str) -> Compactor:
+    """A user's strategy, checked to take compaction arguments before anything runs: a
+    `module:function` (from where they run the harness or beside the eval file), or the name of a
+    strategy another installed package registers (`harness.plugins`)."""
     try:
         with contextlib.redirect_stdout(sys.stderr):  # whatever its import prints must not mix into our output
-            function: UserFunction = getattr(importlib.import_module(module_name), function_name)
+            found = _import_function(name, origin) if ":" in name else plugins.load("strategies", name)
+    except plugins.PluginError as exc:
+        raise InputError(origin, str(exc), line, field) from None
     except (ImportError, AttributeError) as exc:
         raise InputError(origin, f"cannot import strategy {name!r}: {exc}", line, field) from None
     except Exception as exc:  # a syntax error or a failure inside the user's module
         raise InputError(
             origin, f"importing strategy {name!r} failed: {type(exc).__name__}: {exc}", line, field
         ) from None
-    if not callable(function):
+    if not callable(found):
         raise InputError(origin, f"strategy {name!r} is not a function", line, field)
+    compactor = declared(found)
+    function = compactor.function
     try:
         inspect.signature(function).bind(*(CONTEXT_PARAMETERS if is_contextual(function) else SEED_PARAMETERS))
     except (TypeError, ValueError) as exc:
@@ -172,4 +195,12 @@ def import_strategy(name: str, origin: Path, line: int | None, field: str) -> Us
             line,
             field,
         ) from None
-    return function
+    return compactor
+
+
+def _import_function(name: str, origin: Path) -> Any:
+    module_name, function_name = name.split(":")
+    for folder in (str(Path.cwd()), str(origin.parent.resolve())):
+        if folder not in sys.path:
+            sys.path.append(folder)
+    return getattr(importlib.import_module(module_name), function_name)

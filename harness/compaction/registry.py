@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .custom import Strategy, UserFunction, custom_compaction, is_contextual
+from .custom import Compactor, Strategy, custom_compaction, is_contextual
 from .seed import compact, recorded, truncate
 from .server import anthropic_auto_compact, anthropic_compact, anthropic_context_editing
 from .tool_results import clear_tool_results, mask_observations
@@ -64,12 +64,13 @@ STRATEGIES = {
 }
 
 
-def custom_strategy(name: str, function: UserFunction) -> StrategySpec:
-    """A user's `module:function`: compacts at every budget; it sweeps the eval's summary prompts
-    (receiving each as `context.settings.summary_prompt`) when it declares `uses_prompt = True`."""
+def custom_strategy(name: str, compactor: Compactor) -> StrategySpec:
+    """A user's strategy (`module:function` or a plugin's): compacts at every budget; it sweeps the
+    eval's summary prompts (receiving each as `context.settings.summary_prompt`) when it declares
+    `uses_prompt`."""
     return StrategySpec(
         name,
-        custom_compaction(name, function, is_contextual(function)),
+        custom_compaction(name, compactor.function, is_contextual(compactor.function)),
         uses_budget=True,
-        uses_prompt=bool(getattr(function, "uses_prompt", False)),
+        uses_prompt=compactor.uses_prompt,
     )

@@ -3,12 +3,12 @@ compaction functions, built-in (`compaction.registry`) or the user's own `module
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..compaction.custom import import_strategy
+from .. import plugins
+from ..compaction.custom import Compactor, import_strategy
 from ..compaction.registry import STRATEGIES, StrategySpec, custom_strategy
 from ..errors import did_you_mean
 from ..inputs.evalfile import EvalSource, read_eval
@@ -20,7 +20,7 @@ class Eval(EvalSource):
     """An eval file resolved: scenarios loaded, prompts read, every strategy bound."""
 
     strategies: dict[str, StrategySpec]
-    custom: dict[str, Callable]  # module:function strategies, imported only when named
+    custom: dict[str, Compactor]  # module:function and plugin strategies, imported only when named
     skipped: list[str]  # claude_strategies left out because the model is the embedded one
 
     def strategy(self, name: str) -> StrategySpec:
@@ -46,11 +46,14 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
             )
     custom = {}
     for i, name in enumerate(spec.strategies):
-        if ":" in name:
+        if ":" in name or (name not in STRATEGIES and name in plugins.installed("strategies")):
             custom[name] = import_strategy(name, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
         elif name not in STRATEGIES:
+            known = [*STRATEGIES, *plugins.installed("strategies")]
             raise doc.error(
-                ("strategies",), f"unknown strategy {name!r}: use one of {', '.join(STRATEGIES)} or module:function"
+                ("strategies",),
+                f"unknown strategy {name!r}: use one of {', '.join(known)}, module:function, or install "
+                "a package that adds it (see Strategies and alternatives)",
             )
     strategies = {
         name: custom_strategy(name, custom[name]) if name in custom else STRATEGIES[name] for name in spec.strategies

@@ -38,7 +38,7 @@ def manifest(ev: Eval, client: Any, judge: Any) -> Manifest:
         sampling=client.sampling,
         judge=judge and judge.identity,
         versions=_versions(),
-        strategies={name: provenance(function) for name, function in ev.custom.items()},
+        strategies={name: provenance(compactor.function) for name, compactor in ev.custom.items()},
     )
 
 
@@ -61,6 +61,8 @@ def provenance(function: Callable) -> dict[str, Any]:
         if module
         else set()
     )
+    if module:  # a plugin's own package, whose version says which release of it ran
+        used.add(module.__name__.split(".")[0])
     distributions = metadata.packages_distributions()
     versions = {}
     for package in sorted(used & set(distributions)):
