@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.cli.common import EVAL_FLAGS
 from harness.errors import InputError
 from harness.execution.evals import load_eval
 
@@ -54,8 +55,12 @@ def test_a_bad_flag_is_blamed_on_the_flag_not_the_file(folder, monkeypatch):
         (dict(prompts=["missing.txt"]), "--prompt"),
     ):
         with pytest.raises(InputError) as caught:
-            load_eval(path, **overrides)
+            load_eval(path, flags=EVAL_FLAGS, **overrides)
         assert caught.value.path == flag and caught.value.line is None, overrides
+    # Called from Python, the keyword is blamed.
+    with pytest.raises(InputError) as caught:
+        load_eval(path, budgets=["0"])
+    assert caught.value.path == "budgets="
     # The same value in the file is the file's: its line and field.
     with pytest.raises(InputError) as caught:
         load_eval(write(folder, BASE.replace("[1200, 50%]", "[0]")), budgets=None)

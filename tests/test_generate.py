@@ -169,3 +169,12 @@ def test_init_writes_an_agent_gate_on_coding_sessions_or_a_chat_gate_that_points
     assert main(["init", str(tmp_path / "chat")]) == 0
     assert "`harness init --kind agent`" in capsys.readouterr().out
     assert main(["validate", str(tmp_path / "agent" / "evals" / "compaction-gate.yaml")]) == 0
+
+
+def test_init_offers_every_starter_kind_and_only_those():
+    from harness.cli import build_parser
+    from harness.inputs.starter import KINDS
+
+    init = next(action.choices["init"] for action in build_parser()._actions if isinstance(action.choices, dict))
+    kind = next(action for action in init._actions if action.dest == "kind")
+    assert list(kind.choices) == list(KINDS)

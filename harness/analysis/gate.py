@@ -286,15 +286,16 @@ def _judge(cell: Cell, settings: GateSettings) -> None:
             f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')}, under {MIN_CLUSTERS})"
         )
     elif cell.detectable_drop is None or cell.detectable_drop > settings.max_drop:
-        can = (
-            f"only drops of {cell.detectable_drop:.1%} or more"
-            if cell.detectable_drop is not None
-            else "nothing: the baseline has too few scenarios"
-        )
         cell.untested = (
-            f"this eval can detect {can} (alpha {settings.alpha:g}, power {settings.power:.0%}), not the "
+            f"this eval can detect {_detectable(cell.detectable_drop, '.1%')} "
+            f"(alpha {settings.alpha:g}, power {settings.power:.0%}), not the "
             f"{settings.max_drop:.1%} the gate allows; add facts, scenarios or repeats"
         )
+
+
+def _detectable(drop: float | None, spec: str) -> str:
+    """What a check can detect, in words: the smallest drop, or nothing when the baseline is too small to size it."""
+    return f"only drops of {drop:{spec}} or more" if drop is not None else "nothing: the baseline has too few scenarios"
 
 
 def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str | None = None) -> Verdict:
@@ -400,13 +401,8 @@ def kind_guards(theirs: pd.DataFrame, mine: pd.DataFrame, overall: Cell, setting
                 f"{settings.max_kind_drop:.0%}"
             )
         elif guard.detectable_drop is None or guard.detectable_drop > comparison.recall_a:
-            can = (
-                f"only drops of {guard.detectable_drop:.0%} or more"
-                if guard.detectable_drop is not None
-                else "nothing: the baseline has too few scenarios"
-            )
             guard.untested = (
-                f"detects {can} at alpha {alpha:.3g}, not the baseline's "
+                f"detects {_detectable(guard.detectable_drop, '.0%')} at alpha {alpha:.3g}, not the baseline's "
                 f"{comparison.recall_a:.0%} it could lose: add scenarios"
             )
         guards.append(guard)

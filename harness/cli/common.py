@@ -151,6 +151,20 @@ def run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> No
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+# The flag behind each of `read_eval`'s overrides, so that a bad value is blamed on the flag.
+EVAL_FLAGS = {
+    "prompts": "--prompt",
+    "model": "--model",
+    "budgets": "--budget",
+    "repeats": "--repeats",
+    "probes": "--no-probes",
+    "scenario_ids": "--scenario",
+    "prompt_ids": "--prompt-id",
+    "limit": "--limit",
+    "batch": "--batch",
+}
+
+
 def load_eval_of(args: argparse.Namespace, control: bool = True, **extra):
     """The eval a command line names, with its flags applied (`eval_flags`)."""
     from ..execution.evals import load_eval
@@ -166,5 +180,6 @@ def load_eval_of(args: argparse.Namespace, control: bool = True, **extra):
         scenario_ids=args.scenario,
         prompt_ids=args.prompt_id,
         limit=args.limit,
+        flags=EVAL_FLAGS,
         **extra,
     )

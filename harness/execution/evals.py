@@ -45,11 +45,12 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
                 ("claude_strategies", i), f"unknown strategy {name!r}{did_you_mean(name, list(STRATEGIES))}"
             )
     custom = {}
+    installed = plugins.installed("strategies")  # other packages' strategies, by entry point
     for i, name in enumerate(spec.strategies):
-        if ":" in name or (name not in STRATEGIES and name in plugins.installed("strategies")):
+        if ":" in name or (name not in STRATEGIES and name in installed):
             custom[name] = import_strategy(name, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
         elif name not in STRATEGIES:
-            known = [*STRATEGIES, *plugins.installed("strategies")]
+            known = [*STRATEGIES, *installed]
             raise doc.error(
                 ("strategies",),
                 f"unknown strategy {name!r}: use one of {', '.join(known)}, module:function, or install "

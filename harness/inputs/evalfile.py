@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt
 
 from ..errors import InputError
-from .files import LocatedYaml, load_yaml
+from .files import LocatedYaml, load_yaml, shipped, shipped_prompt_names
 from .scenario import Scenario, load_scenario
 
 
@@ -285,24 +285,17 @@ class EvalSource:
         return self.spec.repeats if self.spec.temperature > 0 else 1
 
 
-SHIPPED_PROMPTS = Path(__file__).parents[1] / "prompts"  # seed, facts-first, keeps-nothing, ...
-
-
-def shipped_prompt_names() -> list[str]:
-    return sorted(p.stem for p in SHIPPED_PROMPTS.glob("*.txt"))
-
-
 def _read_prompt(name: str, base: Path, origin: str | Path, line: int | None, field: str) -> Prompt:
     """A summary prompt: a file relative to `base`, or a bare name (`seed`) of a prompt this package
     ships, so an eval copied into another repository still finds it. A problem is blamed on `origin`
     (the eval file's line, or the flag)."""
     path = base / name
     bare = "/" not in name and "\\" not in name and not name.endswith(".txt")
-    if not path.is_file() and bare and (SHIPPED_PROMPTS / f"{name}.txt").is_file():
-        path = SHIPPED_PROMPTS / f"{name}.txt"
+    if not path.is_file() and bare and shipped("prompts", f"{name}.txt").is_file():
+        path = shipped("prompts", f"{name}.txt")
     if not path.is_file():
-        shipped = f"; or name a shipped prompt: {', '.join(shipped_prompt_names())}" if bare else ""
-        raise InputError(origin, f"summary prompt file {name!r} not found (looked for {path}){shipped}", line, field)
+        names = f"; or name a shipped prompt: {', '.join(shipped_prompt_names())}" if bare else ""
+        raise InputError(origin, f"summary prompt file {name!r} not found (looked for {path}){names}", line, field)
     try:
         text = path.read_text(encoding="utf-8").strip()
     except UnicodeDecodeError as exc:
@@ -326,20 +319,6 @@ def _chosen(
     return wanted or existing
 
 
-# The flag of each eval field `read_eval` overrides, to blame a bad value on it.
-FLAG_OF = {
-    "prompts": "--prompt",
-    "model": "--model",
-    "budgets": "--budget",
-    "repeats": "--repeats",
-    "probes": "--no-probes",
-    "scenario_ids": "--scenario",
-    "prompt_ids": "--prompt-id",
-    "limit": "--limit",
-    "batch": "--batch",
-}
-
-
 def read_eval(
     path: str | Path,
     *,
@@ -354,9 +333,16 @@ def read_eval(
     limit: int | None = None,
     batch: bool | None = None,
     prices: dict[str, float] | None = None,
+    flags: dict[str, str] | None = None,
 ) -> EvalSource:
     """Read and check an eval file; keyword arguments are command-line overrides. `control`: False
-    leaves out the keeps-nothing control prompt (a gate's candidate run needs only the baseline's)."""
+    leaves out the keeps-nothing control prompt (a gate's candidate run needs only the baseline's).
+    `flags`: the command-line flag each override came from (`{"budgets": "--budget"}`), which a bad
+    value is blamed on; an override without one is blamed on its keyword."""
+
+    def blame(field: str) -> str:
+        return (flags or {}).get(field, f"{field}=")
+
     doc = load_yaml(path)
     if not isinstance(doc.data, dict):
         raise InputError(path, "an eval is a mapping with name, scenarios and budgets", 1)
@@ -383,7 +369,7 @@ def read_eval(
         spec = doc.validate(EvalFile)
     except InputError as error:
         if error.loc and error.loc[0] in overrides:  # the flag's value is wrong, not the file
-            raise InputError(FLAG_OF[str(error.loc[0])], error.message) from None
+            raise InputError(blame(str(error.loc[0])), error.message) from None
         raise
     base = doc.path.parent
 
@@ -402,11 +388,13 @@ def read_eval(
         if scenario.id in seen:
             raise InputError(p, f"scenario id {scenario.id!r} is also used by {seen[scenario.id]}", None, "id")
         seen[scenario.id] = p
-    chosen = _chosen(doc, "scenario_ids", "scenario", spec.scenario_ids, list(seen), scenario_ids and "--scenario")
+    chosen = _chosen(
+        doc, "scenario_ids", "scenario", spec.scenario_ids, list(seen), scenario_ids and blame("scenario_ids")
+    )
     scenarios = [s for s in scenarios if s.id in chosen]
 
     if prompts is not None:  # flags: relative to where the user stands, and blamed on the flag
-        loaded = [_read_prompt(p, Path.cwd(), "--prompt", None, "") for p in prompts]
+        loaded = [_read_prompt(p, Path.cwd(), blame("prompts"), None, "") for p in prompts]
     else:
         loaded = [
             _read_prompt(p, base, doc.path, doc.line_of(("prompts", i)), f"prompts[{i}]")
@@ -428,7 +416,7 @@ def read_eval(
         "prompt",
         spec.prompt_ids,
         [i for i in ids if i != (kept and kept.id)],
-        prompt_ids and "--prompt-id",
+        prompt_ids and blame("prompt_ids"),
     )
     loaded = [p for p in loaded if p.id in chosen or p.id == (kept and kept.id)]
     return EvalSource(spec, doc.path, doc, scenarios, loaded, kept and kept.id)

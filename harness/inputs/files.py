@@ -5,6 +5,7 @@ bombs, deep nesting, keys that are not text)."""
 from __future__ import annotations
 
 import typing
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,16 @@ from ..errors import InputError, Loc, describe_error, format_loc
 MAX_FILE_BYTES = 5_000_000  # no scenario or eval is this big; refuse before parsing
 MAX_VALUES = 200_000  # YAML aliases can make a small file expand exponentially ("billion laughs")
 MAX_DEPTH = 40  # no format nests this deep; deeper input is an attack, not a scenario
+
+
+def shipped(*parts: str) -> Path:
+    """A file this package ships, installed or in a clone: `shipped("prompts", "seed.txt")`."""
+    return Path(str(resources.files("harness").joinpath(*parts)))
+
+
+def shipped_prompt_names() -> list[str]:
+    """The summary prompts an eval can name bare (`prompts: [seed, facts-first]`)."""
+    return sorted(p.stem for p in shipped("prompts").glob("*.txt"))
 
 
 class LocatedYaml:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata, resources
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from .files import shipped
 from .generators import chat, coding
 from .writer import write_scenarios
 
@@ -46,9 +47,8 @@ KINDS = {
 }
 
 
-def shipped(*parts: str) -> str:
-    """A file that ships inside the package (a prompt or a template), as text."""
-    return resources.files("harness").joinpath(*parts).read_text(encoding="utf-8")
+def shipped_text(*parts: str) -> str:
+    return shipped(*parts).read_text(encoding="utf-8")
 
 
 def starter_files(model: str, install: str, kind: str = "chat") -> dict[str, str]:
@@ -57,20 +57,21 @@ def starter_files(model: str, install: str, kind: str = "chat") -> dict[str, str
     scenarios."""
     version = metadata.version("compaction-harness")
 
-    def fill(text: str) -> str:
+    def fill(*parts: str) -> str:
         return (
-            text.replace("{model}", model)
+            shipped_text(*parts)
+            .replace("{model}", model)
             .replace("{version}", version)
             .replace("{install_model}", install)
             .replace("{scenarios}", KINDS[kind].scenarios)
         )
 
     return {
-        "evals/prompts/summary.txt": shipped("prompts", "seed.txt"),
-        "evals/prompts/keeps-nothing.txt": shipped("prompts", "keeps-nothing.txt"),
-        "evals/compaction-gate.yaml": fill(shipped("templates", KINDS[kind].template)),
-        "evals/README.md": fill(shipped("templates", "README.md")),
-        ".github/workflows/compaction-gate.yml": fill(shipped("templates", "compaction-gate.yml")),
+        "evals/prompts/summary.txt": shipped_text("prompts", "seed.txt"),
+        "evals/prompts/keeps-nothing.txt": shipped_text("prompts", "keeps-nothing.txt"),
+        "evals/compaction-gate.yaml": fill("templates", KINDS[kind].template),
+        "evals/README.md": fill("templates", "README.md"),
+        ".github/workflows/compaction-gate.yml": fill("templates", "compaction-gate.yml"),
     }
 
 
