@@ -2,7 +2,6 @@
 model), and Anthropic's server-side compaction and context editing against a fake Messages server
 that implements the API's shapes (tests/messages_server.py)."""
 
-import io
 from pathlib import Path
 
 import pytest
@@ -10,8 +9,8 @@ import yaml
 from fakes import FakeClient
 
 from harness.cli import main
-from harness.compaction.seed import CompactionSettings
-from harness.compaction.tool_results import CLEARED, CLEARED_INPUT, ToolClearing, clear_old_results, mask_observations
+from harness.compaction.context import CompactionContext, CompactionSettings, ToolClearing
+from harness.compaction.tool_results import CLEARED, CLEARED_INPUT, clear_old_results, mask_observations
 from harness.messages import history_problem, opens_with_compaction
 from harness.records import read_jsonl
 
@@ -180,7 +179,13 @@ def test_masking_works_between_user_turns_too():
     ]
     events = []
     out = mask_observations(
-        agent_history, FakeClient(), io.StringIO(), 500, CompactionSettings(tool_results=ToolClearing(keep=0)), events
+        agent_history,
+        CompactionContext(
+            client=FakeClient(),
+            limit=500,
+            settings=CompactionSettings(tool_results=ToolClearing(keep=0)),
+            events=events,
+        ),
     )
     assert out[2]["content"][0]["content"] == "[Old tool output omitted: 900 characters.]"
     assert events[0].edited == 1 and history_problem(out) is None

@@ -4,7 +4,7 @@ import io
 
 from fakes import FakeClient
 
-from harness.compaction.seed import CompactionSettings
+from harness.compaction.context import CompactionSettings
 from harness.execution.agent import Agent
 from harness.execution.chat import chat
 from harness.models.client import Reply
@@ -23,7 +23,7 @@ class Cutting(FakeClient):
 def _chat(show_summaries=True):
     client = Cutting(lambda r: "SUMMARY" if r.get("system") == "sum" else "x" * 300)
     out = io.StringIO()
-    agent = Agent(client, context_limit=500, settings=CompactionSettings("sum"), output_stream=out)
+    agent = Agent(client=client, limit=500, settings=CompactionSettings(summary_prompt="sum"), output_stream=out)
     chat(agent, io.StringIO("first question\nsecond question\nthird\nquit\n"), show_summaries=show_summaries)
     return out.getvalue()
 

@@ -7,7 +7,8 @@ from fakes import FakeClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.compaction.seed import ACKNOWLEDGEMENT, CompactionSettings, compact, truncate
+from harness.compaction.context import CompactionContext, CompactionSettings
+from harness.compaction.seed import ACKNOWLEDGEMENT, compact, truncate
 from harness.execution.agent import Agent, Tool, ToolRegistry
 from harness.messages import exchange_starts, history_size, render_message
 from harness.records.schema import CompactionEvent
@@ -41,7 +42,7 @@ def test_short_history_passes_through_untouched():
     client = FakeClient()
     history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     events = []
-    assert compact(history, client, io.StringIO(), 1200, events=events) is history
+    assert compact(history, CompactionContext(client=client, limit=1200, events=events)) is history
     assert client.requests == [] and events == []
 
 
@@ -59,7 +60,7 @@ def test_tool_result_message_is_not_an_exchange_boundary():
 def test_three_turn_run_folds_oldest_exchange_and_keeps_latest_verbatim():
     client = FakeClient(summariser)
     out = io.StringIO()
-    agent = Agent(client, context_limit=600, settings=SUMMARY_SETTINGS, output_stream=out)
+    agent = Agent(client=client, limit=600, settings=SUMMARY_SETTINGS, output_stream=out)
     agent.ask("Tell me about the Eiffel Tower in detail")
     agent.ask("And the Louvre?")
     assert agent.events == []  # two exchanges still fit
@@ -79,7 +80,7 @@ def test_three_turn_run_folds_oldest_exchange_and_keeps_latest_verbatim():
 def test_everything_recent_is_left_alone_even_over_budget():
     client = FakeClient()
     history = [{"role": "user", "content": "x" * 5000}, {"role": "assistant", "content": "y"}]
-    assert compact(history, client, io.StringIO(), 100) is history
+    assert compact(history, CompactionContext(client=client, limit=100)) is history
 
 
 def test_summary_without_text_leaves_history_and_records_the_event():
@@ -91,7 +92,7 @@ def test_summary_without_text_leaves_history_and_records_the_event():
         {"role": "assistant", "content": "d"},
     ]
     events: list[CompactionEvent] = []
-    assert compact(history, client, io.StringIO(), 100, events=events) == history
+    assert compact(history, CompactionContext(client=client, limit=100, events=events)) == history
     assert events[0].error == "summary response had no text block" and events[0].folded_messages == 0
 
 
@@ -100,7 +101,7 @@ def test_keep_recent_keeps_that_many_exchanges():
     history = []
     for i in range(5):
         history += [{"role": "user", "content": f"q{i} " * 50}, {"role": "assistant", "content": f"a{i}"}]
-    result = compact(history, client, io.StringIO(), 100, CompactionSettings(keep_recent=3))
+    result = compact(history, CompactionContext(client=client, limit=100, settings=CompactionSettings(keep_recent=3)))
     assert [m["content"] for m in result[2::2]] == [history[i]["content"] for i in (4, 6, 8)]
 
 
@@ -113,9 +114,9 @@ def test_token_budget_uses_the_servers_count():
         {"role": "assistant", "content": "b"},
     ]
     tokens = CompactionSettings(unit="tokens")
-    assert compact(history, client, io.StringIO(), 10_000, tokens) is history
+    assert compact(history, CompactionContext(client=client, limit=10_000, settings=tokens)) is history
     events = []
-    compact(history, client, io.StringIO(), 200, tokens, events)
+    compact(history, CompactionContext(client=client, limit=200, settings=tokens, events=events))
     assert events[0].unit == "tokens" and events[0].size_before == client.count_tokens(messages=history)
 
 
@@ -127,7 +128,7 @@ def test_truncate_drops_without_a_summary():
         {"role": "user", "content": "c"},
         {"role": "assistant", "content": "d"},
     ]
-    assert truncate(history, client, io.StringIO(), 100) == history[2:]
+    assert truncate(history, CompactionContext(client=client, limit=100)) == history[2:]
     assert client.requests == []
 
 
@@ -172,11 +173,11 @@ def test_compaction_never_splits_a_tool_call_and_keeps_roles_alternating(seed, b
     rng = random.Random(seed)
     client = FakeClient(lambda request: "S" * rng.randint(0, 50))
     compaction = CompactionSettings(keep_recent=keep)
-    history = compact(_random_history(rng), client, io.StringIO(), budget, compaction)
+    history = compact(_random_history(rng), CompactionContext(client=client, limit=budget, settings=compaction))
     _check_well_formed(history)
     if fold_twice:  # a second round of turns folds the previous summary too
         history += _random_history(rng)
-        history = compact(history, client, io.StringIO(), budget, compaction)
+        history = compact(history, CompactionContext(client=client, limit=budget, settings=compaction))
         _check_well_formed(history)
 
 
@@ -195,7 +196,9 @@ def test_error_harness_turns_failing_and_unknown_tools_into_error_results():
     )
     client = FakeClient(lambda request: next(calls))
     agent = Agent(
-        client, ToolRegistry([Tool("broken", "fails", {"type": "object"}, broken)]), output_stream=io.StringIO()
+        client=client,
+        tools=ToolRegistry([Tool(name="broken", description="fails", input_schema={"type": "object"}, run=broken)]),
+        output_stream=io.StringIO(),
     )
     assert agent.ask("go") == "recovered"
     results = agent.messages[2]["content"]

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.budget import Budget
 from harness.cli import main
 from harness.cli.common import EVAL_FLAGS
 from harness.errors import InputError
@@ -34,7 +35,7 @@ def test_paths_resolve_relative_to_the_eval_file(folder, monkeypatch):
     monkeypatch.chdir(REPO)
     ev = load_eval(write(folder, BASE))
     assert [s.id for s in ev.scenarios] == ["tiny"]
-    assert ev.spec.budgets == ["1200", "50%"] and ev.prompts[0].text == "Summarise."
+    assert ev.spec.budgets == [Budget("1200"), Budget("50%")] and ev.prompts[0].text == "Summarise."
     assert ev.spec.strategies == ["summary", "none", "no-history"]
 
 
@@ -43,7 +44,7 @@ def test_command_line_overrides(folder, monkeypatch):
     (folder / "other.txt").write_text("Other prompt.")
     ev = load_eval(write(folder, BASE), prompts=["other.txt"], model="claude-x", budgets=["10%"], repeats=3)
     assert [p.id for p in ev.prompts] == ["other"] and ev.spec.model == "claude-x"
-    assert ev.spec.budgets == ["10%"] and ev.spec.repeats == 3
+    assert ev.spec.budgets == [Budget("10%")] and ev.spec.repeats == 3
 
 
 def test_a_bad_flag_is_blamed_on_the_flag_not_the_file(folder, monkeypatch):
@@ -143,7 +144,8 @@ def test_validate_counts_what_a_run_would_do(eval_file, capsys):
 
 
 def test_summary_layout_defaults_by_model_and_shapes_the_request(folder):
-    from harness.compaction.seed import CompactionSettings, summary_request
+    from harness.compaction.context import CompactionSettings
+    from harness.compaction.seed import summary_request
     from harness.models.weights import DEFAULT, SMOLLM2
 
     # Each embedded model gets the layout measured best on it; any other model the seed's.
@@ -152,9 +154,9 @@ def test_summary_layout_defaults_by_model_and_shapes_the_request(folder):
     assert SMOLLM2.summary_layout == "transcript-first"
     assert load_eval(write(folder, BASE + "model: claude-x\n")).spec.summary_layout == "system"
     assert load_eval(write(folder, BASE + "summary_layout: system\n")).spec.summary_layout == "system"
-    seed = summary_request("user: hi", CompactionSettings("Summarise.", layout="system"))
+    seed = summary_request("user: hi", CompactionSettings(summary_prompt="Summarise.", layout="system"))
     assert seed == {"system": "Summarise.", "messages": [{"role": "user", "content": "user: hi"}]}
-    after = summary_request("user: hi", CompactionSettings("Summarise.", layout="transcript-first"))
+    after = summary_request("user: hi", CompactionSettings(summary_prompt="Summarise.", layout="transcript-first"))
     assert after == {
         "messages": [{"role": "user", "content": "<conversation>\nuser: hi\n</conversation>\n\nSummarise."}]
     }
@@ -168,3 +170,14 @@ def test_sampling_settings_and_the_control_prompt(folder):
     assert load_eval(folder / "e.yaml", control=False).control is None
     with pytest.raises(InputError, match=r"e.yaml:\d+: control_prompt: summary prompt file 'nope.txt' not found"):
         load_eval(write(folder, BASE + "control_prompt: nope.txt\n"))
+
+
+def test_a_budget_is_parsed_once_and_resolves_to_a_limit_per_scenario():
+    assert Budget.parse(1200).limit(50) == 1200 and str(Budget.parse(" 1200 ")) == "1200"
+    assert Budget.parse("40%").limit(1000) == 400 and Budget.parse("0.01%").limit(10) == 1  # never 0
+    assert Budget.parse(Budget("40%")) == Budget("40%")
+    for bad in ("0", "abc", "101%", "-5", "1e3", True, 1.5, None, [1200]):
+        with pytest.raises(ValueError, match="a budget is a positive number"):
+            Budget.parse(bad)
+    written = ["50%", "1200", "5%", "300"]
+    assert sorted(written, key=lambda b: Budget(b).sort_key()) == ["300", "1200", "5%", "50%"]

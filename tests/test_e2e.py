@@ -11,7 +11,8 @@ import pytest
 from browser import CHROMIUM, inspect_page
 
 from harness.cli import main
-from harness.compaction.seed import ACKNOWLEDGEMENT, SUMMARY_PREFIX, CompactionSettings
+from harness.compaction.context import CompactionSettings
+from harness.compaction.seed import ACKNOWLEDGEMENT, SUMMARY_PREFIX
 from harness.execution.agent import Agent
 from harness.models.backends import open_model
 from harness.records import read_jsonl
@@ -30,7 +31,7 @@ def local():
 def test_three_turns_compact_and_the_compacted_history_is_accepted(local):
     out = io.StringIO()
     agent = Agent(
-        local, context_limit=600, max_tokens=96, output_stream=out, settings=CompactionSettings(summary_max_tokens=96)
+        client=local, limit=600, max_tokens=96, output_stream=out, settings=CompactionSettings(summary_max_tokens=96)
     )
     for question in ["Tell me about the Eiffel Tower in detail.", "And the Louvre?", "And Notre-Dame?"]:
         assert agent.ask(question)
@@ -46,8 +47,8 @@ def test_three_turns_compact_and_the_compacted_history_is_accepted(local):
 
 def test_token_budget_counts_with_the_server(local):
     agent = Agent(
-        local,
-        context_limit=60,
+        client=local,
+        limit=60,
         max_tokens=48,
         output_stream=io.StringIO(),
         settings=CompactionSettings(unit="tokens", summary_max_tokens=64),

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from fakes import FakeAnthropic, FakeClient
 
+from harness.budget import Budget
 from harness.cli import main
 from harness.execution.cases import plan_cases
 from harness.execution.evals import load_eval
@@ -159,7 +160,7 @@ def test_cli_warns_when_repeats_would_be_copies(tmp_path, capsys, monkeypatch):
 def test_init_writes_an_agent_gate_on_coding_sessions_or_a_chat_gate_that_points_to_it(tmp_path, capsys):
     assert main(["init", str(tmp_path / "agent"), "--kind", "agent"]) == 0
     spec = load_eval(tmp_path / "agent" / "evals" / "compaction-gate.yaml")
-    assert (spec.spec.cut, spec.spec.budgets, spec.spec.probes) == ("steps", ["78%"], False)
+    assert (spec.spec.cut, spec.spec.budgets, spec.spec.probes) == ("steps", [Budget("78%")], False)
     sessions = sorted((tmp_path / "agent" / "scenarios" / "compaction").glob("*.yaml"))
     assert len(sessions) == 12
     kinds = {fact.kind for path in sessions for fact in probes(load_scenario(path))}

@@ -1,7 +1,6 @@
 """The LoCoMo importer, token-F1 scoring, abstention facts, and chunked folding."""
 
 import collections
-import io
 import json
 import re
 from pathlib import Path
@@ -10,7 +9,8 @@ import pytest
 from fakes import FakeClient
 
 from harness.cli import main
-from harness.compaction.seed import SUMMARY_PREFIX, CompactionSettings, TranscriptTooLarge, compact
+from harness.compaction.context import CompactionContext, CompactionSettings
+from harness.compaction.seed import SUMMARY_PREFIX, TranscriptTooLarge, compact
 from harness.errors import InputError
 from harness.inputs.importers.locomo import import_locomo
 from harness.inputs.probes import probes
@@ -155,11 +155,13 @@ def test_long_transcripts_fold_in_chunks():
         history += [{"role": "user", "content": f"question {i} " + "x" * 200}, {"role": "assistant", "content": "ok"}]
     events = []
     settings = CompactionSettings(summary_max_tokens=10, max_transcript_chars=700)
-    result = compact(history, client, io.StringIO(), 100, settings, events)
+    result = compact(history, CompactionContext(client=client, limit=100, settings=settings, events=events))
     assert events[0].chunks == len(client.requests) > 1
     transcripts = [r["messages"][0]["content"] for r in client.requests]
     assert all(len(t) <= 700 for t in transcripts)
     assert all(t.startswith(SUMMARY_PREFIX) for t in transcripts[1:])  # each chunk sees the summary so far
     assert result[0]["content"] == f"{SUMMARY_PREFIX}{'S' * 20}]"
     with pytest.raises(TranscriptTooLarge):
-        compact(history, client, io.StringIO(), 100, CompactionSettings(max_transcript_chars=300))
+        compact(
+            history, CompactionContext(client=client, limit=100, settings=CompactionSettings(max_transcript_chars=300))
+        )

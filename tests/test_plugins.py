@@ -21,7 +21,7 @@ from harness.messages import content_text, exchange_starts
 
 def _keep_user_lines(messages, context):
     """Folds all but the last exchange into the user's own lines, quoted: no model call."""
-    if context.size(messages) <= context.context_limit:
+    if context.size(messages) <= context.limit:
         return messages
     cut = exchange_starts(messages)[-1]
     lines = [content_text(m["content"]) for m in messages[:cut] if m["role"] == "user"]
@@ -29,7 +29,7 @@ def _keep_user_lines(messages, context):
     return [note, {"role": "assistant", "content": "Noted."}, *messages[cut:]]
 
 
-user_lines = Compactor(_keep_user_lines, uses_prompt=True)
+user_lines = Compactor(function=_keep_user_lines, uses_prompt=True)
 '''
 
 PYPROJECT = """

@@ -23,7 +23,7 @@ from harness.messages import exchange_starts, render_message
 
 def _fold(messages, context, wording):
     """Summarise all but the last exchange, in this strategy's own wording."""
-    if context.size(messages) <= context.context_limit or len(exchange_starts(messages)) < 2:
+    if context.size(messages) <= context.limit or len(exchange_starts(messages)) < 2:
         return messages
     split = exchange_starts(messages)[-1]
     transcript = "\\n".join(map(render_message, messages[:split]))
@@ -51,13 +51,30 @@ def seed_style(messages, client, output_stream, context_limit):
 
 
 def raising(messages, context):
-    if context.size(messages) > context.context_limit:
+    if context.size(messages) > context.limit:
         raise KeyError("no such thing")
     return messages
 
 
 def not_a_history(messages, context):
-    return "nope" if context.size(messages) > context.context_limit else messages
+    return "nope" if context.size(messages) > context.limit else messages
+
+
+def self_recording(messages, context):
+    """Drops all but the last exchange and says so itself, as a plugin that knows more than the diff."""
+    from harness.records.schema import CompactionEvent
+
+    if context.size(messages) <= context.limit or len(exchange_starts(messages)) < 2:
+        return messages
+    split = exchange_starts(messages)[-1]
+    kept = messages[split:]
+    context.record(
+        CompactionEvent(
+            strategy="mine", folded_messages=split, size_before=context.size(messages),
+            size_after=context.size(kept), unit=context.settings.unit, error="dropped on purpose",
+        )
+    )
+    return kept
 '''
 
 
@@ -110,6 +127,14 @@ def test_a_summary_in_its_own_wording_is_found_metered_and_located(custom_eval, 
     assert retained and all(r["retained"] is not None for r in retained)  # checked against its summary
     records = [r for r in read_jsonl(run_dir / "records.jsonl") if r["strategy"] == "mystrategies:own_words"]
     assert {r["location"] for r in records} <= {"summary", "gone", "verbatim"} and records
+
+
+def test_a_strategy_that_records_its_own_event_is_taken_at_its_word(custom_eval, tmp_path):
+    run_dir = _run(custom_eval("self_recording"), FakeClient(oracle), tmp_path)
+    mine = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["strategy"] == "mystrategies:self_recording"]
+    # Its own event (under the eval's name for it), once per compaction: none derived beside it.
+    assert mine and all(c["error"] == "dropped on purpose" and c["summary"] is None for c in mine)
+    assert len({(c["case"], c["before_turn"]) for c in mine}) == len(mine)
 
 
 def test_the_seed_signature_still_works(custom_eval, tmp_path):

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
-from harness.compaction.seed import CompactionSettings
+from harness.compaction.context import CompactionSettings
 from harness.execution.agent import AGENT_SYSTEM, Agent, Tool, ToolRegistry
 from harness.inputs.generators.coding import Options as CodingOptions
 from harness.inputs.generators.coding import session
@@ -53,8 +53,8 @@ def test_steps_mode_compacts_at_the_budget_and_never_splits_a_tool_pair(steps, f
     assert sum(not t.continues for t in scenario.turns) == 2 and len(scenario.turns) == steps  # a message mid-session
     budget = int(share * history_size(scenario.scripted_history()))
     agent = Agent(
-        FakeClient(summariser),
-        context_limit=budget,
+        client=FakeClient(summariser),
+        limit=budget,
         output_stream=io.StringIO(),
         settings=CompactionSettings(cut="steps", keep_recent=keep, max_transcript_chars=chunk, summary_max_tokens=64),
     )
@@ -84,11 +84,13 @@ def test_steps_mode_compacts_inside_a_live_tool_loop():
         n = next(calls, None)
         return "done" if n is None else [{"type": "tool_use", "id": f"t{n}", "name": "read", "input": {"n": n}}]
 
-    tools = ToolRegistry([Tool("read", "read a file", {"type": "object"}, lambda **_: "x" * 1000)])
+    tools = ToolRegistry(
+        [Tool(name="read", description="read a file", input_schema={"type": "object"}, run=lambda **_: "x" * 1000)]
+    )
     agent = Agent(
-        FakeClient(model),
-        tools,
-        context_limit=3000,
+        client=FakeClient(model),
+        tools=tools,
+        limit=3000,
         output_stream=io.StringIO(),
         settings=CompactionSettings(cut="steps", keep_recent=2),
     )
@@ -97,7 +99,7 @@ def test_steps_mode_compacts_inside_a_live_tool_loop():
     assert history_problem(agent.messages) is None
     # Between user turns only (the seed's rule), the same loop never compacts.
     calls = iter(range(7))
-    seed_rule = Agent(FakeClient(model), tools, context_limit=3000, output_stream=io.StringIO())
+    seed_rule = Agent(client=FakeClient(model), tools=tools, limit=3000, output_stream=io.StringIO())
     seed_rule.ask("Read all seven files.")
     assert seed_rule.events == []
 
@@ -107,7 +109,7 @@ def test_a_token_budget_compacts_by_the_models_count():
     log, _ = session(CodingOptions(steps=30, seed=1), 0)
     scenario = Scenario.model_validate(to_scenario(log, {}))
     agent = Agent(
-        client, context_limit=2000, output_stream=io.StringIO(), settings=CompactionSettings(cut="steps", unit="tokens")
+        client=client, limit=2000, output_stream=io.StringIO(), settings=CompactionSettings(cut="steps", unit="tokens")
     )
     for index, turn in enumerate(scenario.turns):
         agent.compact()

@@ -19,7 +19,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ..compaction.custom import Compactor, StrategyContext
+from ..compaction.context import CompactionContext
+from ..compaction.custom import Compactor
 from ..messages import Message, content_text, exchange_starts
 
 
@@ -75,13 +76,13 @@ def _to_langchain(messages: list[Message]) -> list[BaseMessage]:
     return converted
 
 
-def _compact(messages: list[Message], context: StrategyContext, summary_prompt: str) -> list[Message]:
+def _compact(messages: list[Message], context: CompactionContext, summary_prompt: str) -> list[Message]:
     starts = exchange_starts(messages)
     keep = context.settings.keep_recent
     kept_messages = len(messages) - starts[-keep] if keep and len(starts) >= keep else 0
     middleware = SummarizationMiddleware(
         HarnessChatModel(client=context.client, max_tokens=context.settings.summary_max_tokens),
-        trigger=("tokens", context.context_limit),
+        trigger=("tokens", context.limit),
         keep=("messages", max(kept_messages, 1)),
         # The middleware's "tokens" are whatever the counter counts: here the eval's own unit.
         token_counter=lambda lc_messages: context.size(_ours(lc_messages, messages)),
@@ -107,15 +108,15 @@ def _ours(lc_messages: list[BaseMessage], originals: list[Message]) -> list[Mess
     return result
 
 
-def summarization(messages: list[Message], context: StrategyContext) -> list[Message]:
+def summarization(messages: list[Message], context: CompactionContext) -> list[Message]:
     """LangChain's SummarizationMiddleware with its own summary prompt."""
     return _compact(messages, context, DEFAULT_SUMMARY_PROMPT)
 
 
-def _with_prompt(messages: list[Message], context: StrategyContext) -> list[Message]:
+def _with_prompt(messages: list[Message], context: CompactionContext) -> list[Message]:
     prompt = context.settings.summary_prompt.replace("{", "{{").replace("}", "}}")
     return _compact(messages, context, f"{prompt}\n\n<messages>\n{{messages}}\n</messages>")
 
 
 # LangChain's SummarizationMiddleware with each of the eval's summary prompts in turn.
-summarization_with_prompt = Compactor(_with_prompt, uses_prompt=True)
+summarization_with_prompt = Compactor(function=_with_prompt, uses_prompt=True)

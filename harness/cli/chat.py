@@ -9,7 +9,7 @@ from .common import EXIT_OK, at_least, model_flags
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from ..compaction.seed import SEED_SUMMARY_PROMPT, CompactionSettings
+    from ..compaction.context import SEED_SUMMARY_PROMPT, CompactionSettings
     from ..execution.agent import Agent
     from ..execution.chat import CHAT_TOOLS, chat
     from ..models.backends import default_summary_layout, open_model
@@ -18,16 +18,19 @@ def cmd_chat(args: argparse.Namespace) -> int:
     client = open_model(args.model, base_url=args.base_url)
     client.check()
     settings = CompactionSettings(
-        prompt,
-        args.keep_recent,
-        args.summary_max_tokens,
-        args.unit,
+        summary_prompt=prompt,
+        keep_recent=args.keep_recent,
+        summary_max_tokens=args.summary_max_tokens,
+        unit=args.unit,
         layout=default_summary_layout(args.model, args.base_url),
     )
     print(
         f"Chatting with {client.identity}; compaction above {args.budget} {args.unit}. Type 'quit' or Ctrl-D to leave."
     )
-    chat(Agent(client, CHAT_TOOLS, args.budget, settings=settings), show_summaries=not args.hide_summaries)
+    chat(
+        Agent(client=client, tools=CHAT_TOOLS, limit=args.budget, settings=settings),
+        show_summaries=not args.hide_summaries,
+    )
     return EXIT_OK
 
 

@@ -1,37 +1,38 @@
-"""Users' own compaction functions (`module:function` in an eval file) as strategies.
+"""Users' own compaction functions (`module:function` in an eval file, or another package's
+entry point) as strategies.
 
-A function takes `(messages, context)` (a `StrategyContext`: a metered client, the eval's
-settings, the budget) or the seed's four arguments `(messages, client, output_stream,
+A function takes `(messages, context)`, the `CompactionContext` every built-in strategy gets
+(its client metered), or the seed's four arguments `(messages, client, output_stream,
 context_limit)`. Whatever it puts in place of the messages it folded is its summary, in any
-wording; its model calls are metered into the compaction's record; any exception it raises is
-an error of its case.
+wording, recorded with what its model calls cost, unless it records its own `CompactionEvent`
+(`context.record`). Any exception it raises is an error of its case.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from .. import plugins
 from ..errors import InputError
-from ..messages import Message, content_text, measure
+from ..messages import Message, content_text
 from ..models.client import ModelError, Usage, usage_of
 from ..records.schema import CompactionEvent
-from .seed import CompactionSettings, TranscriptTooLarge
+from .context import CompactionContext, Strategy
+from .seed import TranscriptTooLarge
 
-# (messages, client, output_stream, context_limit, settings, events) -> messages
-# A user's compaction function: the seed's four arguments, or (messages, context); its result is checked.
+# A user's compaction function: (messages, context) or the seed's four arguments; its result is checked.
 UserFunction = Callable[..., Any]
-Strategy = Callable[[list[Message], Any, TextIO, int, CompactionSettings, list[CompactionEvent]], list[Message]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Compactor:
     """A compaction function with the options it declares, as data: what a `module:function` or a
     plugin's entry point may name instead of a bare function. `uses_prompt`: the strategy sweeps the
@@ -49,7 +50,7 @@ def declared(obj: UserFunction | Compactor) -> Compactor:
     attribute earlier versions used (`function.uses_prompt = True`)."""
     if isinstance(obj, Compactor):
         return obj
-    return Compactor(obj, uses_prompt=bool(getattr(obj, "uses_prompt", False)))
+    return Compactor(function=obj, uses_prompt=bool(getattr(obj, "uses_prompt", False)))
 
 
 class StrategyError(Exception):
@@ -78,40 +79,20 @@ class Metered:
         return getattr(self.client, name)
 
 
-@dataclass(frozen=True)
-class StrategyContext:
-    """What a custom strategy of the form `(messages, context) -> messages` receives."""
-
-    client: Metered  # `create(**messages_request)` and `count_tokens(messages=...)`, metered
-    settings: CompactionSettings  # unit, keep_recent, summary limits, layout, summary_prompt and prompt_id
-    context_limit: int  # the budget, in `settings.unit`
-    output_stream: TextIO
-
-    def size(self, messages: list[Message]) -> int:
-        """A history's size in the budget's unit (characters, or tokens counted by the model)."""
-        return measure(messages, self.client, self.settings.unit)
-
-
 def custom_compaction(name: str, function: UserFunction, contextual: bool) -> Strategy:
     """Run a user's compaction function and record what it did: whatever new messages it put in
     place of the folded ones is its summary, whatever wording it uses; its model calls are metered.
     `contextual`: the function takes `(messages, context)`; otherwise the seed's signature
     `(messages, client, output_stream, context_limit)`. Any exception it raises fails the case."""
 
-    def strategy(
-        messages: list[Message],
-        client: Any,
-        output_stream: TextIO,
-        context_limit: int,
-        settings: CompactionSettings,
-        events: list[CompactionEvent],
-    ) -> list[Message]:
-        metered = Metered(client)
+    def strategy(messages: list[Message], context: CompactionContext) -> list[Message]:
+        metered = Metered(context.client)
+        recorded_before = len(context.events)
         try:
             result = (
-                function(list(messages), StrategyContext(metered, settings, context_limit, output_stream))
+                function(list(messages), dataclasses.replace(context, client=metered))
                 if contextual
-                else function(list(messages), metered, output_stream, context_limit)
+                else function(list(messages), metered, context.output_stream, context.limit)
             )
         except RECORDED_BY_CALLER:
             raise
@@ -121,34 +102,45 @@ def custom_compaction(name: str, function: UserFunction, contextual: bool) -> St
             isinstance(m, dict) and "role" in m and "content" in m for m in result
         ):
             raise StrategyError(f"strategy {name} returned {type(result).__name__}, not a list of messages")
-        kept = 0  # how many trailing messages survived verbatim
-        while kept < min(len(messages), len(result)) and result[-1 - kept] == messages[-1 - kept]:
-            kept += 1
-        if kept < len(messages) or len(result) != len(messages):
-            new = result[: len(result) - kept]  # what now stands where the folded messages were
-            text = "\n".join(t for t in (content_text(m["content"]) for m in new) if t.strip())
-            spent = metered.usage
-            events.append(
-                CompactionEvent(
-                    name,
-                    len(messages) - kept,
-                    measure(messages, client, settings.unit),
-                    measure(result, client, settings.unit),
-                    settings.unit,
-                    summary=text or None,
-                    input_tokens=spent.input_tokens,
-                    output_tokens=spent.output_tokens,
-                    cache_read_tokens=spent.cache_read_tokens,
-                    latency_s=spent.latency_s,
-                    cached=metered.requests > 0 and spent.cached,
-                    chunks=metered.requests,
-                    replaced_with=len(new),
-                    capped=metered.capped if metered.requests else None,
-                )
-            )
+        for own in context.events[recorded_before:]:  # its own events, under the name the eval gave it
+            own.strategy = name
+        if len(context.events) == recorded_before:  # it recorded nothing itself: the harness records it
+            derived = _what_changed(name, messages, result, context, metered)
+            if derived is not None:
+                context.record(derived)
         return result
 
     return strategy
+
+
+def _what_changed(
+    name: str, messages: list[Message], result: list[Message], context: CompactionContext, metered: Metered
+) -> CompactionEvent | None:
+    """A compaction's event read from the history before and after it; None: nothing changed."""
+    kept = 0  # how many trailing messages survived verbatim
+    while kept < min(len(messages), len(result)) and result[-1 - kept] == messages[-1 - kept]:
+        kept += 1
+    if kept == len(messages) and len(result) == len(messages):
+        return None
+    new = result[: len(result) - kept]  # what now stands where the folded messages were
+    text = "\n".join(t for t in (content_text(m["content"]) for m in new) if t.strip())
+    spent = metered.usage
+    return CompactionEvent(
+        strategy=name,
+        folded_messages=len(messages) - kept,
+        size_before=context.size(messages),
+        size_after=context.size(result),
+        unit=context.settings.unit,
+        summary=text or None,
+        input_tokens=spent.input_tokens,
+        output_tokens=spent.output_tokens,
+        cache_read_tokens=spent.cache_read_tokens,
+        latency_s=spent.latency_s,
+        cached=metered.requests > 0 and spent.cached,
+        chunks=metered.requests,
+        replaced_with=len(new),
+        capped=metered.capped if metered.requests else None,
+    )
 
 
 def is_contextual(function: UserFunction) -> bool:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .custom import Compactor, Strategy, custom_compaction, is_contextual
+from .context import Strategy
+from .custom import Compactor, custom_compaction, is_contextual
 from .seed import compact, recorded, truncate
 from .server import anthropic_auto_compact, anthropic_compact, anthropic_context_editing
 from .tool_results import clear_tool_results, mask_observations
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StrategySpec:
     """A compaction strategy and what it depends on: the runner plans cases by it. Custom
     `module:function` strategies get one from `custom_strategy`; rows are labelled by
@@ -31,35 +32,41 @@ class StrategySpec:
 STRATEGIES = {
     spec.name: spec
     for spec in (
-        StrategySpec("summary", compact, uses_budget=True, uses_prompt=True),
-        StrategySpec("truncate", truncate, uses_budget=True, uses_prompt=False),
+        StrategySpec(name="summary", compact=compact, uses_budget=True, uses_prompt=True),
+        StrategySpec(name="truncate", compact=truncate, uses_budget=True, uses_prompt=False),
         # An imported log's own compactions, at its own cut points: no budget, no prompt, no model call.
         # Old tool results emptied in place, no model call (see tool_results).
-        StrategySpec("mask-observations", mask_observations, uses_budget=True, uses_prompt=False),
-        StrategySpec("clear-tool-results", clear_tool_results, uses_budget=True, uses_prompt=False),
+        StrategySpec(name="mask-observations", compact=mask_observations, uses_budget=True, uses_prompt=False),
+        StrategySpec(name="clear-tool-results", compact=clear_tool_results, uses_budget=True, uses_prompt=False),
         # Anthropic's server-side compaction and context editing (see server).
-        StrategySpec("anthropic-compact", anthropic_compact, uses_budget=True, uses_prompt=True, needs_claude=True),
         StrategySpec(
-            "anthropic-compact-default", anthropic_compact, uses_budget=True, uses_prompt=False, needs_claude=True
+            name="anthropic-compact", compact=anthropic_compact, uses_budget=True, uses_prompt=True, needs_claude=True
         ),
         StrategySpec(
-            "anthropic-auto-compact",
-            anthropic_auto_compact,
+            name="anthropic-compact-default",
+            compact=anthropic_compact,
+            uses_budget=True,
+            uses_prompt=False,
+            needs_claude=True,
+        ),
+        StrategySpec(
+            name="anthropic-auto-compact",
+            compact=anthropic_auto_compact,
             uses_budget=True,
             uses_prompt=False,
             needs_claude=True,
             needs_tokens=True,
         ),
         StrategySpec(
-            "anthropic-context-editing",
-            anthropic_context_editing,
+            name="anthropic-context-editing",
+            compact=anthropic_context_editing,
             uses_budget=True,
             uses_prompt=False,
             needs_claude=True,
         ),
-        StrategySpec("recorded", recorded, uses_budget=False, uses_prompt=False, needs_recorded=True),
-        StrategySpec("none", None, uses_budget=False, uses_prompt=False),
-        StrategySpec("no-history", None, uses_budget=False, uses_prompt=False, uses_history=False),
+        StrategySpec(name="recorded", compact=recorded, uses_budget=False, uses_prompt=False, needs_recorded=True),
+        StrategySpec(name="none", compact=None, uses_budget=False, uses_prompt=False),
+        StrategySpec(name="no-history", compact=None, uses_budget=False, uses_prompt=False, uses_history=False),
     )
 }
 
@@ -69,8 +76,8 @@ def custom_strategy(name: str, compactor: Compactor) -> StrategySpec:
     eval's summary prompts (receiving each as `context.settings.summary_prompt`) when it declares
     `uses_prompt`."""
     return StrategySpec(
-        name,
-        custom_compaction(name, compactor.function, is_contextual(compactor.function)),
+        name=name,
+        compact=custom_compaction(name, compactor.function, is_contextual(compactor.function)),
         uses_budget=True,
         uses_prompt=compactor.uses_prompt,
     )

@@ -9,56 +9,28 @@ keep alternating.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, TextIO
+from typing import Any
 
-from ..messages import Message, cut_points, first_text, measure, render_message
+from ..messages import Message, cut_points, first_text, render_message
 from ..models.client import Usage, usage_of
 from ..records.schema import CompactionEvent
-from .tool_results import ToolClearing
+from .context import CompactionContext, CompactionSettings
 
-SEED_SUMMARY_PROMPT = (
-    "Summarise the conversation below so the assistant can continue it without the original. "
-    "Keep every fact, number, name, and decision that later turns might need."
-)
 SUMMARY_PREFIX = "[Conversation summary: "
 ACKNOWLEDGEMENT = "Understood. Continuing from that summary."
 DROPPED = "[Earlier messages were dropped.]"  # opens a history truncated inside a tool loop
-
-
-@dataclass(frozen=True)
-class CompactionSettings:
-    summary_prompt: str = SEED_SUMMARY_PROMPT
-    keep_recent: int = 1  # exchanges kept verbatim
-    summary_max_tokens: int = 512
-    unit: Literal["chars", "tokens"] = "chars"  # the budget's yardstick
-    # The longest transcript one summary request may carry; longer ones fold in chunks, each
-    # summarised together with the summary so far. None: no limit (one request, as the seed).
-    max_transcript_chars: int | None = None
-    # Where the summary prompt goes: "system" (the seed's: prompt as system, transcript as the user
-    # turn) or "transcript-first" (one user turn: the delimited transcript, then the prompt).
-    layout: Literal["system", "transcript-first"] = "system"
-    prompt_id: str | None = None  # the summary prompt's id, for strategies that report it
-    # Where a history may be cut: "turns" (the seed's: only between user turns, at exchange starts),
-    # "steps" (also before the next model call inside a tool loop, at a step whose every tool_use
-    # has its result; `keep_recent` counts steps), or "recorded" (only where an imported log's agent
-    # compacted, all of the history before it, whatever the budget).
-    cut: Literal["turns", "steps", "recorded"] = "turns"
-    recorded_summary: str | None = None  # the log's own summary at this point (set by the runner)
-    tool_results: ToolClearing = ToolClearing()  # what mask-observations and clear-tool-results keep
 
 
 class TranscriptTooLarge(Exception):
     """One exchange alone is longer than the transcript limit: it cannot be summarised."""
 
 
-def split_point(
-    messages: list[Message], size: int, context_limit: int | None, settings: CompactionSettings
-) -> int | None:
+def split_point(messages: list[Message], size: int, context: CompactionContext) -> int | None:
     """Where to cut, or None when the history fits or everything in it is recent (see `cut`)."""
+    settings = context.settings
     if settings.cut == "recorded":
         return len(messages) if settings.recorded_summary is not None and messages else None
-    if context_limit is None or size <= context_limit:
+    if not context.over_limit(size):
         return None
     starts = cut_points(messages, steps=settings.cut == "steps")
     if len(starts) <= settings.keep_recent:
@@ -67,12 +39,10 @@ def split_point(
     return split or None
 
 
-def cut_at(
-    messages: list[Message], client: Any, context_limit: int | None, settings: CompactionSettings
-) -> tuple[int, int | None]:
-    """The history's size in the budget's unit, and where to cut it (`split_point`; None: leave it)."""
-    size = measure(messages, client, settings.unit)
-    return size, split_point(messages, size, context_limit, settings)
+def cut_at(messages: list[Message], context: CompactionContext) -> tuple[int, int | None]:
+    """The history's size in the limit's unit, and where to cut it (`split_point`; None: leave it)."""
+    size = context.size(messages)
+    return size, split_point(messages, size, context)
 
 
 def fold(summary: str, messages: list[Message], split: int) -> list[Message]:
@@ -125,23 +95,21 @@ def summary_request(transcript: str, settings: CompactionSettings) -> dict[str, 
     }
 
 
-def compact(
-    messages: list[Message],
-    client: Any,
-    output_stream: TextIO,
-    context_limit: int,
-    settings: CompactionSettings = CompactionSettings(),
-    events: list[CompactionEvent] | None = None,
-) -> list[Message]:
+def compact(messages: list[Message], context: CompactionContext) -> list[Message]:
     """The seed's compaction: fold old exchanges into a model-written summary."""
-    size_before, split = cut_at(messages, client, context_limit, settings)
+    settings = context.settings
+    size_before, split = cut_at(messages, context)
     if split is None:
         return messages
-    event = CompactionEvent("summary", split, size_before, size_before, settings.unit)
+    event = CompactionEvent(
+        strategy="summary", folded_messages=split, size_before=size_before, size_after=size_before, unit=settings.unit
+    )
     summary, spent = None, Usage()
     for chunk in transcript_chunks(messages[:split], settings):
         transcript = chunk if summary is None else f"{SUMMARY_PREFIX}{summary}]\n{chunk}"
-        response = client.create(max_tokens=settings.summary_max_tokens, **summary_request(transcript, settings))
+        response = context.client.create(
+            max_tokens=settings.summary_max_tokens, **summary_request(transcript, settings)
+        )
         spent += usage_of(response)
         event.chunks += 1
         event.capped = response.get("stop_reason") == "max_tokens"  # of the last chunk: the summary kept
@@ -154,66 +122,55 @@ def compact(
     if summary is None:
         # Nothing to fold into: keep the history rather than lose it, and say so.
         event.folded_messages, event.error = 0, "summary response had no text block"
-        output_stream.write("[compact] skipped: the summary response had no text\n")
+        context.say("skipped: the summary response had no text")
     else:
         kept = len(messages) - split
         messages = fold(summary, messages, split)
-        event.summary, event.size_after = summary, measure(messages, client, settings.unit)
+        event.summary, event.size_after = summary, context.size(messages)
         event.replaced_with = len(messages) - kept
-        output_stream.write(f"[compact] folded {split} messages into a summary\n")
-    if events is not None:
-        events.append(event)
+        context.say(f"folded {split} messages into a summary")
+    context.record(event)
     return messages
 
 
-def truncate(
-    messages: list[Message],
-    client: Any,
-    output_stream: TextIO,
-    context_limit: int,
-    settings: CompactionSettings = CompactionSettings(),
-    events: list[CompactionEvent] | None = None,
-) -> list[Message]:
+def truncate(messages: list[Message], context: CompactionContext) -> list[Message]:
     """The floor: drop old exchanges outright, with no summary."""
-    size_before, split = cut_at(messages, client, context_limit, settings)
+    size_before, split = cut_at(messages, context)
     if split is None:
         return messages
     kept = messages[split:]
     if kept and kept[0]["role"] == "assistant":  # cut inside a tool loop: the history must open with the user
         kept = [{"role": "user", "content": DROPPED}] + kept
-    output_stream.write(f"[compact] dropped {split} messages\n")
-    if events is not None:
-        events.append(
-            CompactionEvent("truncate", split, size_before, measure(kept, client, settings.unit), settings.unit)
+    context.say(f"dropped {split} messages")
+    context.record(
+        CompactionEvent(
+            strategy="truncate",
+            folded_messages=split,
+            size_before=size_before,
+            size_after=context.size(kept),
+            unit=context.settings.unit,
         )
+    )
     return kept
 
 
-def recorded(
-    messages: list[Message],
-    client: Any,
-    output_stream: TextIO,
-    context_limit: int | None,
-    settings: CompactionSettings = CompactionSettings(),
-    events: list[CompactionEvent] | None = None,
-) -> list[Message]:
+def recorded(messages: list[Message], context: CompactionContext) -> list[Message]:
     """An imported log's own compactions, replayed: where the logged agent compacted, its history
     becomes the summary the log holds (no model call), so that summary's retention is measured."""
-    if settings.recorded_summary is None or not messages:
+    summary = context.settings.recorded_summary
+    if summary is None or not messages:
         return messages
-    size_before = measure(messages, client, settings.unit)
-    folded = fold(settings.recorded_summary, messages, len(messages))
-    output_stream.write(f"[compact] folded {len(messages)} messages into the log's own summary\n")
-    if events is not None:
-        events.append(
-            CompactionEvent(
-                "recorded",
-                len(messages),
-                size_before,
-                measure(folded, client, settings.unit),
-                settings.unit,
-                summary=settings.recorded_summary,
-                replaced_with=len(folded),
-            )
+    folded = fold(summary, messages, len(messages))
+    context.say(f"folded {len(messages)} messages into the log's own summary")
+    context.record(
+        CompactionEvent(
+            strategy="recorded",
+            folded_messages=len(messages),
+            size_before=context.size(messages),
+            size_after=context.size(folded),
+            unit=context.settings.unit,
+            summary=summary,
+            replaced_with=len(folded),
         )
+    )
     return folded

@@ -26,12 +26,13 @@ top-level counts leave out.
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import Any
 
-from ..messages import Message, measure
+from ..messages import Message
 from ..models.client import usage_of
 from ..records.schema import NO_SUMMARY, CompactionEvent
-from .seed import CompactionSettings, cut_at
+from .context import CompactionContext, CompactionSettings
+from .seed import cut_at
 from .tool_results import clear_old_results, edited_end
 
 COMPACT_BETA = "compact-2026-09-04"
@@ -39,16 +40,14 @@ AUTO_COMPACT_BETA = "compact-2026-01-12"
 CONTEXT_EDITING_BETA = "context-management-2025-06-27"
 
 
-def _event(
-    name: str, split: int, size_before: int, settings: CompactionSettings, response: dict[str, Any]
-) -> CompactionEvent:
+def _event(name: str, split: int, size_before: int, unit: str, response: dict[str, Any]) -> CompactionEvent:
     spent = usage_of(response)
     return CompactionEvent(
-        name,
-        split,
-        size_before,
-        size_before,
-        settings.unit,
+        strategy=name,
+        folded_messages=split,
+        size_before=size_before,
+        size_after=size_before,
+        unit=unit,
         input_tokens=spent.input_tokens,
         output_tokens=spent.output_tokens,
         cache_read_tokens=spent.cache_read_tokens,
@@ -65,14 +64,11 @@ def _swap(
     size_before: int,
     split: int,
     response: dict[str, Any],
-    client: Any,
-    settings: CompactionSettings,
-    events: list[CompactionEvent] | None,
-    output_stream: TextIO,
+    context: CompactionContext,
 ) -> list[Message]:
     """The history (of `size_before`) with `messages[:split]` replaced by the returned compaction
     block, or unchanged (and why) when no summary came back."""
-    event = _event(name, split, size_before, settings, response)
+    event = _event(name, split, size_before, context.settings.unit, response)
     block = next((b for b in response.get("content", []) if b.get("type") == "compaction"), None)
     if block is None:
         event.folded_messages = 0
@@ -87,10 +83,9 @@ def _swap(
             opening["content"] += step if isinstance(step, list) else [{"type": "text", "text": step}]
         messages = [opening, *kept]
         event.summary, event.replaced_with = block["content"], 1
-        event.size_after = measure(messages, client, settings.unit)
-    output_stream.write(f"[compact] {name}: {event.error or f'folded {split} messages into the server summary'}\n")
-    if events is not None:
-        events.append(event)
+        event.size_after = context.size(messages)
+    context.say(f"{name}: {event.error or f'folded {split} messages into the server summary'}")
+    context.record(event)
     return messages
 
 
@@ -99,67 +94,44 @@ def _instructions(settings: CompactionSettings) -> dict[str, str]:
     return {"instructions": settings.summary_prompt} if settings.summary_prompt.strip() else {}
 
 
-def anthropic_compact(
-    messages: list[Message],
-    client: Any,
-    output_stream: TextIO,
-    context_limit: int,
-    settings: CompactionSettings,
-    events: list[CompactionEvent] | None = None,
-) -> list[Message]:
-    size, split = cut_at(messages, client, context_limit, settings)
+def anthropic_compact(messages: list[Message], context: CompactionContext) -> list[Message]:
+    size, split = cut_at(messages, context)
     if split is None:
         return messages
-    response = client.create(
-        max_tokens=settings.summary_max_tokens,
+    response = context.client.create(
+        max_tokens=context.settings.summary_max_tokens,
         messages=messages[:split],
         betas=[COMPACT_BETA],
-        compaction={"type": "summarize", **_instructions(settings)},
+        compaction={"type": "summarize", **_instructions(context.settings)},
     )
-    return _swap("anthropic-compact", messages, size, split, response, client, settings, events, output_stream)
+    return _swap("anthropic-compact", messages, size, split, response, context)
 
 
-def anthropic_auto_compact(
-    messages: list[Message],
-    client: Any,
-    output_stream: TextIO,
-    context_limit: int,
-    settings: CompactionSettings,
-    events: list[CompactionEvent] | None = None,
-) -> list[Message]:
-    size = measure(messages, client, "tokens") if messages else 0  # the strategy needs `unit: tokens`
-    if size <= context_limit:
+def anthropic_auto_compact(messages: list[Message], context: CompactionContext) -> list[Message]:
+    size = context.size(messages) if messages else 0  # the strategy needs `unit: tokens`
+    if not context.over_limit(size):
         return messages
     edit = {
         "type": "compact_20260112",
-        "trigger": {"type": "input_tokens", "value": context_limit},
+        "trigger": {"type": "input_tokens", "value": context.limit},
         "pause_after_compaction": True,
-        **_instructions(settings),
+        **_instructions(context.settings),
     }
-    response = client.create(
-        max_tokens=settings.summary_max_tokens,
+    response = context.client.create(
+        max_tokens=context.settings.summary_max_tokens,
         messages=messages,
         betas=[AUTO_COMPACT_BETA],
         context_management={"edits": [edit]},
     )
-    return _swap(
-        "anthropic-auto-compact", messages, size, len(messages), response, client, settings, events, output_stream
-    )
+    return _swap("anthropic-auto-compact", messages, size, len(messages), response, context)
 
 
-def anthropic_context_editing(
-    messages: list[Message],
-    client: Any,
-    output_stream: TextIO,
-    context_limit: int,
-    settings: CompactionSettings,
-    events: list[CompactionEvent] | None = None,
-) -> list[Message]:
-    size = measure(messages, client, settings.unit) if messages else 0
-    if size <= context_limit:
+def anthropic_context_editing(messages: list[Message], context: CompactionContext) -> list[Message]:
+    size = context.size(messages) if messages else 0
+    if not context.over_limit(size):
         return messages
-    rules = settings.tool_results
-    # The harness decides when (its budget, in its unit); the server clears whatever is past `keep`.
+    rules = context.settings.tool_results
+    # The harness decides when (its limit, in its unit); the server clears whatever is past `keep`.
     edit: dict[str, Any] = {
         "type": "clear_tool_uses_20250919",
         "trigger": {"type": "tool_uses", "value": rules.keep + 1},
@@ -173,7 +145,7 @@ def anthropic_context_editing(
         edit["clear_tool_inputs"] = list(rules.clear_tool_inputs)
     if rules.clear_at_least:
         edit["clear_at_least"] = {"type": "input_tokens", "value": rules.clear_at_least}
-    response = client.create(
+    response = context.client.create(
         max_tokens=1, messages=messages, betas=[CONTEXT_EDITING_BETA], context_management={"edits": [edit]}
     )
     applied = [
@@ -187,12 +159,11 @@ def anthropic_context_editing(
     edited, cleared = clear_old_results(
         messages, rules.keep, rules.exclude_tools, rules.clear_tool_inputs, limit=cleared_uses
     )
-    event = _event("anthropic-context-editing", edited_end(cleared), size, settings, response)
-    event.size_after, event.replaced_with = measure(edited, client, settings.unit), event.folded_messages
+    event = _event("anthropic-context-editing", edited_end(cleared), size, context.settings.unit, response)
+    event.size_after, event.replaced_with = context.size(edited), event.folded_messages
     event.edited, event.cleared_input_tokens = len(cleared), sum(e.get("cleared_input_tokens", 0) for e in applied)
     if len(cleared) != cleared_uses:
         event.error = f"the server cleared {cleared_uses} tool uses; the harness found {len(cleared)} to clear"
-    output_stream.write(f"[compact] anthropic-context-editing: the server cleared {cleared_uses} tool results\n")
-    if events is not None:
-        events.append(event)
+    context.say(f"anthropic-context-editing: the server cleared {cleared_uses} tool results")
+    context.record(event)
     return edited

@@ -19,24 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
-from ..messages import Message, content_text, measure
+from ..messages import Message, content_text
 from ..records.schema import CompactionEvent
+from .context import CompactionContext
 
 MASKED = "[Old tool output omitted: {chars:,} characters.]"
 CLEARED = "[Tool result cleared to save context.]"
 CLEARED_INPUT = "[cleared]"
-
-
-@dataclass(frozen=True)
-class ToolClearing:
-    """The eval's `tool_results` settings (see the module docstring)."""
-
-    keep: int = 3
-    exclude_tools: tuple[str, ...] = ()
-    clear_tool_inputs: bool | tuple[str, ...] = False
-    clear_at_least: int = 0
 
 
 @dataclass(frozen=True)
@@ -122,38 +113,33 @@ def edited_end(cleared: list[ToolUse]) -> int:
 
 
 def _in_place(
-    name: str,
-    edited: list[Message],
-    cleared: list[ToolUse],
-    size_before: int,
-    size_after: int,
-    unit: str,
-    events: list[CompactionEvent] | None,
-    output_stream: TextIO,
+    name: str, edited: list[Message], cleared: list[ToolUse], sizes: tuple[int, int], context: CompactionContext
 ) -> list[Message]:
+    """Record an in-place edit that took the history from `sizes[0]` to `sizes[1]`."""
     end = edited_end(cleared)
-    event = CompactionEvent(name, end, size_before, size_after, unit, replaced_with=end, edited=len(cleared))
-    output_stream.write(f"[compact] {name}: cleared {len(cleared)} tool results\n")
-    if events is not None:
-        events.append(event)
+    context.say(f"{name}: cleared {len(cleared)} tool results")
+    context.record(
+        CompactionEvent(
+            strategy=name,
+            folded_messages=end,
+            size_before=sizes[0],
+            size_after=sizes[1],
+            unit=context.settings.unit,
+            replaced_with=end,
+            edited=len(cleared),
+        )
+    )
     return edited
 
 
-def mask_observations(
-    messages: list[Message],
-    client: Any,
-    output_stream: TextIO,
-    context_limit: int,
-    settings: Any,
-    events: list[CompactionEvent] | None = None,
-) -> list[Message]:
-    size = measure(messages, client, settings.unit)
-    if size <= context_limit:
+def mask_observations(messages: list[Message], context: CompactionContext) -> list[Message]:
+    size = context.size(messages)
+    if not context.over_limit(size):
         return messages
     # A result shorter than its placeholder stays: masking it would lengthen the history.
     edited, cleared = clear_old_results(
         messages,
-        settings.tool_results.keep,
+        context.settings.tool_results.keep,
         placeholder=lambda text: MASKED.format(chars=len(text)),
         clearable=lambda use: (
             len(content_text(_block(messages, use.answered_at).get("content") or "")) > len(MASKED.format(chars=10**6))
@@ -161,34 +147,18 @@ def mask_observations(
     )
     if not cleared:
         return messages
-    return _in_place(
-        "mask-observations",
-        edited,
-        cleared,
-        size,
-        measure(edited, client, settings.unit),
-        settings.unit,
-        events,
-        output_stream,
-    )
+    return _in_place("mask-observations", edited, cleared, (size, context.size(edited)), context)
 
 
-def clear_tool_results(
-    messages: list[Message],
-    client: Any,
-    output_stream: TextIO,
-    context_limit: int,
-    settings: Any,
-    events: list[CompactionEvent] | None = None,
-) -> list[Message]:
-    size = measure(messages, client, settings.unit)
-    if size <= context_limit:
+def clear_tool_results(messages: list[Message], context: CompactionContext) -> list[Message]:
+    size = context.size(messages)
+    if not context.over_limit(size):
         return messages
-    rules: ToolClearing = settings.tool_results
+    rules = context.settings.tool_results
     edited, cleared = clear_old_results(messages, rules.keep, rules.exclude_tools, rules.clear_tool_inputs)
     if not cleared:
         return messages
-    size_after = measure(edited, client, settings.unit)
+    size_after = context.size(edited)
     if size - size_after < rules.clear_at_least:
         return messages  # as the API's edit: nothing, unless at least clear_at_least would go
-    return _in_place("clear-tool-results", edited, cleared, size, size_after, settings.unit, events, output_stream)
+    return _in_place("clear-tool-results", edited, cleared, (size, size_after), context)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
-from ..compaction.custom import Strategy
-from ..compaction.seed import CompactionSettings, compact
+from ..compaction.context import CompactionContext, CompactionSettings, Strategy
+from ..compaction.seed import compact
 from ..messages import Message, content_text
 from ..models.client import Usage, usage_of
 from ..records.schema import CompactionEvent
@@ -18,7 +18,7 @@ AGENT_SYSTEM = "You are a helpful assistant. Answer briefly and use the conversa
 MAX_TOOL_ROUNDS = 8  # a model that keeps calling tools is stopped, not looped forever
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Tool:
     name: str
     description: str
@@ -72,11 +72,11 @@ def with_cache_breakpoint(messages: list[Message]) -> list[Message]:
     return messages[:-1] + [{**last, "content": blocks}]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Agent:
     client: Any  # a models.Backend, or a fake with the same create/count_tokens methods
     tools: ToolRegistry = field(default_factory=ToolRegistry)
-    context_limit: int | None = 1200  # the budget (None: a strategy that needs none, or no compaction)
+    limit: int | None = 1200  # the size the history must fit (None: a strategy that needs none, or no compaction)
     strategy: Strategy | None = compact  # None: never compact
     settings: CompactionSettings = CompactionSettings()
     system: str = AGENT_SYSTEM
@@ -91,9 +91,14 @@ class Agent:
         """Run compaction: between user turns (the seed's), and with `cut: steps` before every model
         call of the tool loop too (`respond`)."""
         if self.strategy is not None:
-            self.messages = self.strategy(
-                self.messages, self.client, self.output_stream, self.context_limit, self.settings, self.events
+            context = CompactionContext(
+                client=self.client,
+                limit=self.limit,
+                settings=self.settings,
+                events=self.events,
+                output_stream=self.output_stream,
             )
+            self.messages = self.strategy(self.messages, context)
 
     def ask(self, line: str) -> str:
         """One user turn answered live: compact, append the line, run the tool loop."""
@@ -134,16 +139,5 @@ class Agent:
         return stop
 
     def fork(self) -> Agent:
-        """A copy with its own history, so probes never see each other."""
-        return Agent(
-            self.client,
-            self.tools,
-            self.context_limit,
-            self.strategy,
-            self.settings,
-            self.system,
-            self.max_tokens,
-            self.output_stream,
-            list(self.messages),
-            self.events,
-        )
+        """A copy with its own history, so probes never see each other (compaction events are shared)."""
+        return replace(self, messages=list(self.messages), usage=[], stop_reason=None)

@@ -6,17 +6,18 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from ..budget import Budget
 from ..inputs.probes import Probe, probes
 from ..inputs.scenario import Scenario
 from ..messages import Message
 from .evals import Eval
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Case:
     scenario: str
     strategy: str
-    budget: str | None  # as written in the eval: "1200" or "40%"
+    budget: Budget | None  # None: the strategy ignores budgets
     prompt: str | None  # prompt id
     repeat: int
 
@@ -42,15 +43,16 @@ def plan_cases(ev: Eval) -> list[Case]:
                     continue
                 for budget in ev.spec.budgets if strategy.uses_budget else [None]:
                     for prompt in ev.prompts if strategy.uses_prompt else [None]:
-                        cases.append(Case(scenario.id, strategy.name, budget, prompt and prompt.id, repeat))
+                        cases.append(
+                            Case(
+                                scenario=scenario.id,
+                                strategy=strategy.name,
+                                budget=budget,
+                                prompt=prompt and prompt.id,
+                                repeat=repeat,
+                            )
+                        )
     return cases[: ev.spec.limit]  # `limit`: the first N cases, to try an eval before paying for all of it
-
-
-def resolve_limit(budget: str, scripted_size: int) -> int:
-    """A budget in units, or a percentage of the scenario's scripted history size."""
-    if not budget.endswith("%"):
-        return int(budget)
-    return max(1, round(float(budget[:-1]) / 100 * scripted_size))
 
 
 def sampled_probes(scenario: Scenario, sample: int | None, seed: int) -> list[Probe]:

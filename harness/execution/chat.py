@@ -43,10 +43,14 @@ def calculate(expression: str) -> str:
 CHAT_TOOLS = ToolRegistry(
     [
         Tool(
-            "calculator",
-            "Evaluate an arithmetic expression such as '12 * (3 + 4)'.",
-            {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]},
-            calculate,
+            name="calculator",
+            description="Evaluate an arithmetic expression such as '12 * (3 + 4)'.",
+            input_schema={
+                "type": "object",
+                "properties": {"expression": {"type": "string"}},
+                "required": ["expression"],
+            },
+            run=calculate,
         )
     ]
 )
@@ -104,7 +108,7 @@ def chat(agent: Agent, input_stream: TextIO | None = None, show_summaries: bool 
         out.write(f"agent> {reply}{cut}\n")
         size = measure(agent.messages, agent.client, agent.settings.unit)
         out.write(
-            f"[history {size:,}/{agent.context_limit:,} {agent.settings.unit}]\n"
-            if agent.context_limit
+            f"[history {size:,}/{agent.limit:,} {agent.settings.unit}]\n"
+            if agent.limit
             else f"[history {size:,} {agent.settings.unit}]\n"
         )

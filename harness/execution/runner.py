@@ -10,8 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..compaction.seed import CompactionSettings
-from ..compaction.tool_results import ToolClearing
+from ..compaction.context import CompactionSettings, ToolClearing
 from ..inputs.evalfile import Prompt
 from ..inputs.probes import Probe, probes
 from ..inputs.scenario import Scenario
@@ -31,7 +30,7 @@ from ..scoring.matchers import SetMatch, states, states_about
 from ..scoring.verdict import verdict
 from . import behaviour
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
-from .cases import Case, first_unedited_turn, first_verbatim_turn, probed_facts, resolve_limit
+from .cases import Case, first_unedited_turn, first_verbatim_turn, probed_facts
 from .evals import Eval
 from .failures import RECORDED_ERRORS, describe_error
 from .judge import judge_says_recalled
@@ -53,7 +52,7 @@ class Resampled:
         return getattr(self.client, name)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PlayedCase:
     """A case played up to its probes: the agent holding its history, and what its compactions did."""
 
@@ -128,28 +127,39 @@ class CaseRunner:
         clearing = spec.tool_results
         inputs = clearing.clear_tool_inputs
         settings = CompactionSettings(
-            prompt.text if prompt else "",
-            spec.keep_recent,
-            spec.summary_max_tokens,
-            spec.unit,
-            spec.summary_transcript_chars,
-            spec.summary_layout,
-            prompt.id if prompt else None,
-            spec.cut,
+            summary_prompt=prompt.text if prompt else "",
+            keep_recent=spec.keep_recent,
+            summary_max_tokens=spec.summary_max_tokens,
+            unit=spec.unit,
+            max_transcript_chars=spec.summary_transcript_chars,
+            layout=spec.summary_layout,
+            prompt_id=prompt.id if prompt else None,
+            cut=spec.cut,
             tool_results=ToolClearing(
-                clearing.keep,
-                tuple(clearing.exclude_tools),
-                tuple(inputs) if isinstance(inputs, list) else inputs,
-                clearing.clear_at_least,
+                keep=clearing.keep,
+                exclude_tools=tuple(clearing.exclude_tools),
+                clear_tool_inputs=tuple(inputs) if isinstance(inputs, list) else inputs,
+                clear_at_least=clearing.clear_at_least,
             ),
         )
         strategy = self.ev.strategy(case.strategy).compact  # None: the history is never compacted
-        tools = ToolRegistry([Tool(t.name, t.description, t.input_schema, _returns(t.result)) for t in scenario.tools])
+        tools = ToolRegistry(
+            [
+                Tool(name=t.name, description=t.description, input_schema=t.input_schema, run=_returns(t.result))
+                for t in scenario.tools
+            ]
+        )
         # Repeats are samples only at temperature > 0 (else they collapse): each gets its own
         # sampling seed and cache entries, so it is not a copy of the first.
         client = Resampled(self.client, case.repeat) if case.repeat else self.client
         return Agent(
-            client, tools, limit, strategy, settings, max_tokens=spec.reply_max_tokens, output_stream=io.StringIO()
+            client=client,
+            tools=tools,
+            limit=limit,
+            strategy=strategy,
+            settings=settings,
+            max_tokens=spec.reply_max_tokens,
+            output_stream=io.StringIO(),
         )
 
     def run(
@@ -179,19 +189,19 @@ class CaseRunner:
             case=case.id,
             scenario=case.scenario,
             strategy=case.strategy,
-            budget=case.budget,
+            budget=case.budget and str(case.budget),
             prompt=case.prompt,
             prompt_hash=prompt and prompt.hash,
             repeat=case.repeat,
             model=self.client.identity,
             unit=self.ev.spec.unit,
         )
-        played = PlayedCase(case, row, None, None, [], [])
+        played = PlayedCase(case=case, row=row, agent=None, limit=None, compactions=[], retention=[])
         asked_before = {f.probe_at: [] for f in self.facts[case.scenario]}
         for fact in self.facts[case.scenario]:
             asked_before[fact.probe_at].append(fact)
         try:
-            played.limit = case.budget and resolve_limit(case.budget, self.scripted_size(scenario))
+            played.limit = case.budget and case.budget.limit(self.scripted_size(scenario))
             agent = self._agent(case, scenario, played.limit)
             if self.ev.strategy(case.strategy).uses_history:
                 for index, turn in enumerate(scenario.turns):

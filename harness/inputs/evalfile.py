@@ -15,23 +15,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    StrictFloat,
+    StrictInt,
+    WithJsonSchema,
+)
 
+from ..budget import Budget
 from ..errors import InputError
 from .files import LocatedYaml, load_yaml, shipped, shipped_prompt_names
 from .scenario import Scenario, load_scenario
 
-
-def _budget(value: Any) -> str:
-    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
-    if re.fullmatch(r"[1-9]\d*", text):
-        return text
-    if re.fullmatch(r"\d+(\.\d+)?%", text) and 0 < float(text[:-1]) <= 100:
-        return text
-    raise ValueError(f"a budget is a positive number of units (1200) or a percentage up to 100 ('40%'), not {value!r}")
-
-
-Budget = Annotated[str, BeforeValidator(_budget)]
+# Checked and parsed once, here; a flag's value goes through the same field (`read_eval`).
+BudgetField = Annotated[
+    Budget,
+    PlainValidator(Budget.parse),
+    PlainSerializer(str),
+    WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+]
 
 
 def _strategy_name(name: str) -> str:
@@ -161,7 +169,7 @@ class EvalFile(BaseModel):
         "claude-..., or a name for base_url.",
     )
     base_url: str | None = Field(default=None, description="Another Anthropic-compatible server.")
-    budgets: list[Budget] = Field(
+    budgets: list[BudgetField] = Field(
         min_length=1, description="Absolute (1200) or a share of each scenario's history ('50%')."
     )
     unit: Literal["chars", "tokens"] = "chars"
@@ -324,7 +332,7 @@ def read_eval(
     *,
     prompts: list[str] | None = None,
     model: str | None = None,
-    budgets: list[str] | None = None,
+    budgets: list[str | int | Budget] | None = None,
     repeats: int | None = None,
     probes: bool | None = None,
     control: bool = True,

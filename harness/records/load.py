@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..budget import Budget
 from ..errors import InputError
 from ..scoring.verdict import VERDICTS
 from .folder import read_jsonl
@@ -138,8 +139,8 @@ def _with_ratio(made: pd.DataFrame) -> pd.DataFrame:
 
 
 def budget_order(budget: str) -> tuple[bool, float]:
-    """Sort key of budgets as written: absolute ones first, each kind by size."""
-    return (budget.endswith("%"), float(budget.rstrip("%")))
+    """Sort key of budgets as records hold them: absolute ones first, each kind by size."""
+    return Budget(budget).sort_key()
 
 
 @dataclass
