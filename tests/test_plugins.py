@@ -30,6 +30,49 @@ def _keep_user_lines(messages, context):
 
 
 user_lines = Compactor(function=_keep_user_lines, uses_prompt=True)
+
+
+class Shouting:
+    """A matcher (harness.scoring.matchers.Matcher): a value counts only in capitals."""
+
+    def __init__(self, fact):
+        self.value = fact.answer
+
+    def states(self, text, expectation, within=False):
+        return self.value.upper() in text
+
+    def score(self, answer, expectation):
+        return float(self.states(answer, expectation))
+
+    def extras(self, answer, expectation):
+        return None
+
+
+def read_transcript(path):
+    """An importer: one session per file, a user line then a `$ command` the agent ran, per pair of lines."""
+    from harness.inputs.importers.session import Call, Exchange, Session, Step
+
+    lines = path.read_text().splitlines()
+    exchanges = [
+        Exchange(user=user, steps=[Step(text=None, calls=[Call(tool="bash", input={"command": cmd[2:]}, result="ok")])])
+        for user, cmd in zip(lines[::2], lines[1::2])
+    ]
+    return [Session(id=path.stem, description=f"a transcript ({path.name})", exchanges=exchanges)]
+
+
+def deployed(arguments):
+    """An action key: a deploy tool's target is the environment it deploys to."""
+    return f"deploy {arguments.get('env', '?')}"
+
+
+def _model():
+    from harness.models.weights import SMOLLM2
+    import dataclasses
+
+    return dataclasses.replace(SMOLLM2, name="tiny-twin", title="SmolLM2, registered by a plugin")
+
+
+TINY_TWIN = _model()
 '''
 
 PYPROJECT = """
@@ -47,6 +90,19 @@ py-modules = ["userlines", "userlines_broken"]
 [project.entry-points."compaction_harness.strategies"]
 user-lines = "userlines:user_lines"
 broken = "userlines_broken:nothing"
+
+[project.entry-points."compaction_harness.matchers"]
+shouting = "userlines:Shouting"
+broken-matcher = "userlines_broken:nothing"
+
+[project.entry-points."compaction_harness.importers"]
+transcript = "userlines:read_transcript"
+
+[project.entry-points."compaction_harness.action_keys"]
+deploy = "userlines:deployed"
+
+[project.entry-points."compaction_harness.models"]
+tiny-twin = "userlines:TINY_TWIN"
 """
 
 
@@ -102,3 +158,52 @@ def test_an_unknown_strategy_lists_the_installed_ones(installed, eval_file):
     )
     with pytest.raises(InputError, match="unknown strategy 'user-line'.*user-lines"):
         load_eval(eval_file)
+
+
+SCENARIO = """
+id: plugged
+description: a fact scored by a plugin's matcher
+turns:
+  - user: "The release tag is HELIOS."
+    facts:
+      - id: tag
+        kind: name
+        answer: helios
+        probe: "What is the release tag?"
+        match: {match}
+  - user: "Thanks."
+"""
+
+
+def test_matchers_importers_action_keys_and_models_come_from_an_installed_package(installed, tmp_path, capsys):
+    from harness.cli import main
+    from harness.execution.actions import target
+    from harness.inputs.scenario import load_scenario
+    from harness.models.weights import MODELS
+    from harness.scoring.matchers import states
+
+    # A matcher, by its name in a scenario; a near miss is blamed on the line with a suggestion.
+    (tmp_path / "s.yaml").write_text(SCENARIO.format(match="shouting"))
+    fact = load_scenario(tmp_path / "s.yaml").turns[0].facts[0]
+    expectation = fact.target_expectation()
+    assert states("It is HELIOS.", expectation) and not states("It is helios.", expectation)
+    for name, message in (("shoutin", "did you mean `shouting`"), ("broken-matcher", "userlines-compactor")):
+        (tmp_path / "s.yaml").write_text(SCENARIO.format(match=name))
+        with pytest.raises(InputError, match=message) as caught:
+            load_scenario(tmp_path / "s.yaml")
+        assert caught.value.line == 11
+    # An importer, by its name on the command line.
+    (tmp_path / "log.txt").write_text("Build it.\n$ make\nNow test.\n$ make test\n")
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe not text")  # its reader raises: that file is refused, not the rest
+    files = [str(tmp_path / "bad.txt"), str(tmp_path / "log.txt")]
+    assert main(["import", "transcript", *files, "--out", str(tmp_path / "out")]) == 0
+    assert "bad.txt: the transcript reader failed: UnicodeDecodeError" in capsys.readouterr().err
+    imported = load_scenario(tmp_path / "out" / "log.yaml")
+    assert [t.user for t in imported.turns if t.user][:2] == ["Build it.", "Now test."]
+    # An action key, for a tool of that name (any case).
+    assert target("Deploy", {"env": "prod"}) == "deploy prod"
+    # An embedded model, listed with ours.
+    assert MODELS["tiny-twin"].title.endswith("by a plugin") and "tiny-twin" in list(MODELS)
+    capsys.readouterr()
+    assert main(["models"]) == 0
+    assert "tiny-twin" in capsys.readouterr().out

@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from .. import plugins
 from ..errors import InputError, plural
 from ..inputs.importers import AGENT_FORMATS
 from .common import EXIT_ERROR, EXIT_OK, writable_folder
@@ -285,7 +286,11 @@ def register(commands) -> None:
         "swe-agent (.traj), mini-swe-agent (.traj.json), openai (chat messages: "
         ".json or .jsonl). Benchmark: locomo (LoCoMo JSON).",
     )
-    importer.add_argument("format", choices=["locomo", *AGENT_FORMATS], help="the logs' format")
+    importer.add_argument(
+        "format",
+        choices=["locomo", *AGENT_FORMATS, *plugins.installed("importers")],
+        help="the logs' format (or one an installed package adds)",
+    )
     importer.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the logs (or LoCoMo files) to import")
     importer.add_argument("--out", type=Path, required=True, help="folder for the scenario files")
     importer.add_argument(

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..plugins import Registry
+
 NO_TOOL = "answers without a tool"
 PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file", "file")
 COMMAND_KEYS = ("command", "cmd", "script")
@@ -77,12 +79,16 @@ def _patch(arguments: dict[str, Any]) -> str | None:
     return path(found[1] or found[2]) if found else None
 
 
-# Tools whose target none of the general readers finds, by lower-case name.
-TARGETS: dict[str, Callable[[dict[str, Any]], str | None]] = {
-    "apply_patch": _patch,
-    "todowrite": lambda arguments: "the plan",
-    "update_plan": lambda arguments: "the plan",
-}
+# Tools whose target none of the general readers finds, by lower-case name. Another package adds
+# one by entry point (`compaction_harness.action_keys`: `(tool arguments) -> target or None`).
+TARGETS: Registry[Callable[[dict[str, Any]], str | None]] = Registry(
+    "action_keys",
+    {
+        "apply_patch": _patch,
+        "todowrite": lambda arguments: "the plan",
+        "update_plan": lambda arguments: "the plan",
+    },
+)
 
 
 def target(tool: str, arguments: dict[str, Any]) -> str | None:

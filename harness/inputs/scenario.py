@@ -7,6 +7,7 @@ JSON Schema, validation uses them, and docs/reference/scenario-format.md is gene
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,10 +23,20 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import InputError, Loc
+from ..errors import InputError, Loc, did_you_mean
 from ..messages import strings_in
+from ..plugins import PluginError, Registry
 from ..scoring.affirmation import prohibits
-from ..scoring.matchers import MATCHERS, REGEX_SECONDS, ExactMatch, Expectation, Matcher, ScoringError, mentions, states
+from ..scoring.matchers import (
+    BUILT_IN_MATCHERS,
+    REGEX_SECONDS,
+    ExactMatch,
+    Expectation,
+    Matcher,
+    ScoringError,
+    mentions,
+    states,
+)
 from ..scoring.normalize import distinctive, normalize, numbers_in
 from ..scoring.verdict import abstains
 from .files import LocatedYaml, load_yaml
@@ -129,6 +140,24 @@ class Value(_Strict):
         return ", ".join(self.items)
 
 
+# Ours, then other packages' (entry points in `compaction_harness.matchers`: a `(fact) -> Matcher`).
+MATCHERS: Registry[Callable[[Any], Matcher]] = Registry("matchers", BUILT_IN_MATCHERS)
+
+
+def _matcher_name(name: str) -> str:
+    """A matcher of ours or an installed package's, loaded now so a broken one is blamed on this line."""
+    try:
+        MATCHERS[name]
+    except KeyError:
+        raise ValueError(
+            f"no matcher {name!r}{did_you_mean(name, list(MATCHERS))}: use one of {', '.join(MATCHERS)}, "
+            "or install a package that adds one"
+        ) from None
+    except PluginError as exc:
+        raise ValueError(str(exc)) from None
+    return name
+
+
 class Fact(Value):
     """A fact planted in the turn that declares it, probed after the conversation."""
 
@@ -143,12 +172,13 @@ class Fact(Value):
     distractors: list[Text] = Field(
         default=[], description="Near-miss values (also in the conversation); stating one is not recall."
     )
-    match: Literal[tuple(MATCHERS)] = Field(
+    match: Annotated[str, AfterValidator(_matcher_name)] = Field(
         default="exact",
         description="exact: normalised phrase match; f1: token F1 for free-form answers; "
         "locomo: the LoCoMo benchmark's own scoring (needs `category`); set: the share "
         "of `items` named, with partial credit; plan: each of `items` given its status "
-        "(finished: in `done`; else still to do), none the wrong one.",
+        "(finished: in `done`; else still to do), none the wrong one; or a matcher an installed "
+        "package adds.",
     )
     f1_threshold: StrictFloat = Field(
         default=0.5, gt=0, le=1, description="With match: f1, locomo or set, the score that counts as recall."

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ..plugins import Registry
 from .client import SetupError
 
 READ_SIZE = 1 << 22  # 4 MiB reads: hashing and copying 1 GB costs seconds, not memory
@@ -124,7 +125,8 @@ SMOLLM2 = LocalModel(
     use="fast tests and quick looks: ignores summary prompts (its summaries loop to the token cap)",
 )
 
-MODELS = {model.name: model for model in (QWEN, SMOLLM2)}
+# Another package adds an embedded model by entry point (`compaction_harness.models`: a `LocalModel`).
+MODELS: Registry[LocalModel] = Registry("models", {model.name: model for model in (QWEN, SMOLLM2)})
 DEFAULT = QWEN  # what `local` and an eval without a model run on
 
 

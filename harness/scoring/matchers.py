@@ -1,6 +1,6 @@
 """Deterministic scoring: does a piece of text state a fact?
 
-A fact's `match:` picks its matcher from `MATCHERS` (`exact`: normalised phrases and numbers;
+A fact's `match:` picks its matcher from `BUILT_IN_MATCHERS` (`exact`: normalised phrases and numbers;
 `f1`: token F1 for free-form answers; `locomo`: the benchmark's own scoring). The same matcher
 scores probe answers and checks summaries, so "dropped by the summary" and "kept but not
 recalled" are measured with one yardstick. It is also what scenario validation uses to reject
@@ -279,7 +279,8 @@ def _status(clause: str) -> str | None:
 
 
 # A fact's `match:` names its matcher, built from the fact's own settings (such as `f1_threshold`).
-MATCHERS: dict[str, Callable[[Any], Matcher]] = {
+# Scenarios look them up with other packages' (`inputs.scenario.MATCHERS`, by entry point).
+BUILT_IN_MATCHERS: dict[str, Callable[[Any], Matcher]] = {
     "exact": lambda fact: ExactMatch(),
     "f1": lambda fact: TokenF1(fact.f1_threshold),
     "locomo": lambda fact: LocomoF1(fact.category, fact.f1_threshold),

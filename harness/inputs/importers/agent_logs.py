@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ...errors import InputError, did_you_mean, plural
+from ...plugins import PluginError, Registry
 from ...scoring.matchers import mentions
 from ..files import MAX_FILE_BYTES, load_yaml
 from ..scenario import Fact, Scenario
@@ -23,13 +24,18 @@ from .derive import derive, turn_text
 from .redact import redact
 from .session import CAP_MARK, Session, cap, layout, nothing_to_import, to_scenario
 
-FORMATS: dict[str, Callable[[Path], list[Session]]] = {
-    "claude-code": claude_code.read,
-    "codex": codex.read,
-    "swe-agent": swe_agent.read,
-    "mini-swe-agent": mini_swe_agent.read,
-    "openai": openai_messages.read,
-}
+# Each format's reader: a log file's sessions. Another package adds a format by entry point
+# (`compaction_harness.importers`: a `(path) -> list[Session]`), imported as ours are.
+FORMATS: Registry[Callable[[Path], list[Session]]] = Registry(
+    "importers",
+    {
+        "claude-code": claude_code.read,
+        "codex": codex.read,
+        "swe-agent": swe_agent.read,
+        "mini-swe-agent": mini_swe_agent.read,
+        "openai": openai_messages.read,
+    },
+)
 
 
 @dataclass
@@ -93,6 +99,11 @@ def import_logs(
             sessions = FORMATS[fmt](path)
         except InputError as exc:
             refused.append(exc)
+            continue
+        except PluginError as exc:  # the reader itself cannot load: nothing to import with it
+            raise InputError(fmt, str(exc)) from None
+        except Exception as exc:  # a reader's bug (another package's, or ours) refuses this file, not the rest
+            refused.append(InputError(path, f"the {fmt} reader failed: {type(exc).__name__}: {exc}"))
             continue
         for session in sessions:
             if problem := nothing_to_import(session) or _too_large(session, options.max_tool_output):
