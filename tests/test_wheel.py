@@ -73,3 +73,20 @@ def test_installed_into_a_fresh_venv_init_validate_and_run_outside_the_repositor
     run_dir = next((repo / "results" / "runs").iterdir())
     assert "baseline recorded" in run("baseline", str(run_dir))
     assert (repo / "results" / "baselines" / "compaction-gate" / "retention.jsonl").is_file()
+
+
+def test_a_release_takes_its_version_from_the_tag(tmp_path):
+    """What the release workflow relies on: a clone tagged v9.8.7 builds compaction_harness-9.8.7."""
+    clone = tmp_path / "clone"
+    git = ["git", "-c", "user.name=release", "-c", "user.email=release@example.com"]
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    subprocess.run(git + ["-C", str(clone), "tag", "v9.8.7"], check=True)
+    out = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(clone)],
+        check=True,
+        capture_output=True,
+    )
+    assert [p.name for p in out.glob("*.whl")] == ["compaction_harness-9.8.7-py3-none-any.whl"]
+    workflow = (ROOT / ".github" / "workflows" / "release.yml").read_text()
+    assert "fetch-depth: 0" in workflow and "id-token: write" in workflow  # the tag's history; trusted publishing
