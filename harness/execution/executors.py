@@ -17,6 +17,7 @@ from ..models.backends import Backend, open_model
 from ..models.batch import BatchEndpoint
 from ..models.cache import ResponseCache
 from ..records import Manifest, RunFolder, load_manifest
+from .answers import ask
 from .cases import Case, plan_cases
 from .evals import Eval
 from .provenance import manifest, now
@@ -77,7 +78,7 @@ def run_eval(
             about.write(folder.path)
 
         if batch:
-            _run_in_waves(ev, CaseRunner(ev, client, judge), todo, write, folder, about, batch, progress, jobs)
+            _run_in_waves(ev, client, judge, todo, write, folder, about, batch, progress, jobs)
         else:
             _run_direct(ev, CaseRunner(ev, client, judge), todo, write, jobs, progress)
         about.finished, about.model_calls = now(), calls_before + client.calls - calls_at_start
@@ -103,15 +104,17 @@ def _run_direct(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callable,
         pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
 
 
-def in_waves(runner: CaseRunner, waves: Waves) -> None:
-    """Send the runner's requests through `waves`: a case's probes register together."""
-    runner.ask_all = lambda requests: waves.gather(runner.ask, requests)
-    runner.client.waves = waves
+def in_waves(ev: Eval, client: Any, waves: Waves, judge: Any = None) -> CaseRunner:
+    """A runner whose requests go through `waves`: what the client's cache lacks waits for the next
+    wave (`Backend.waves`), and a case's probes register together."""
+    client.waves = waves
+    return CaseRunner(ev, client, judge, ask_all=lambda requests: waves.gather(ask, requests))
 
 
 def _run_in_waves(
     ev: Eval,
-    runner: CaseRunner,
+    client: Any,
+    judge: Any,
     todo: list[Case],
     write: Callable,
     folder: RunFolder,
@@ -123,11 +126,10 @@ def _run_in_waves(
     """Every case in passes, their requests in lock-step waves (`waves.Waves`); finished cases
     written in plan order. The wave's results are kept in the response cache, or, without one, in
     the run folder (a resumed run then sends none of them again)."""
-    client = runner.client
     if client.cache is None:
         client.cache = ResponseCache(folder.path / "wave-responses.sqlite")
-        if runner.judge is not None:
-            runner.judge.cache = client.cache
+        if judge is not None:
+            judge.cache = client.cache
     waves = Waves(
         endpoint,
         folder,
@@ -137,7 +139,7 @@ def _run_in_waves(
         on_submitted=client.count_calls,
         poll_s=(ev.spec.batch_poll_seconds, max(60.0, ev.spec.batch_poll_seconds)),
     )
-    in_waves(runner, waves)
+    runner = in_waves(ev, client, waves, judge)
     before = (about.waves or 0, list(about.batches), list(about.wave_seconds))  # they add up over resumes
 
     def after_wave() -> None:

@@ -255,8 +255,7 @@ def estimate(
     answers = Answers()
     waves = Waves(endpoint, _Unrecorded(), answers, workers=1, poll_s=(0.0, 0.0), progress=False)
     client = Rehearsal(identity, sampling, cache, waves, answers)
-    runner = CaseRunner(ev, client)
-    in_waves(runner, waves)
+    runner = in_waves(ev, client, waves)
     cases = plan_cases(ev)
     report = waves.run(cases, lambda case: client.play(runner, case), client.commit)
     return Estimate(

@@ -1,0 +1,67 @@
+"""What passes between the steps of a case (`runner`): the case as played, and each probe's request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..inputs.probes import Probe
+from ..messages import Message
+from ..records.schema import ActionRecord, CaseRow, CompactionRecord, RetentionRecord
+from .agent import Agent, with_cache_breakpoint
+from .cases import Case
+
+
+@dataclass(kw_only=True)
+class PlayedCase:
+    """A case played up to its probes: the agent holding its history, and what its compactions did."""
+
+    case: Case
+    row: CaseRow  # what every record of the case carries
+    agent: Agent | None  # None: the case failed before its history was complete
+    limit: int | None  # the budget resolved in units
+    compactions: list[CompactionRecord]
+    retention: list[RetentionRecord]
+    starts: list[Message] = field(default_factory=list)  # the first message of each turn played
+    # Each scripted turn's messages as played (a live turn: its user line), to tell which turns an
+    # in-place edit (clearing old tool results) changed.
+    turn_messages: list[list[Message]] = field(default_factory=list)
+    early: dict[str, ProbeRequest] = field(default_factory=dict)  # facts asked before a turn (`probe_at`)
+    error: str | None = None  # why the case failed: every fact is then an error
+    full: list[Message] = field(default_factory=list)  # the history as played, never compacted (the ceiling's)
+    actions: list[ActionRecord] = field(default_factory=list)  # next-action fidelity at each cut
+
+    def when_asked(self, fact: Probe) -> tuple[list[Message], int, int]:
+        """The history a fact's probe saw, and how many compactions and turns came before it."""
+        if early := self.early.get(fact.fact_id):
+            return early.history, early.compactions, early.turns
+        return self.agent.messages, len(self.compactions), len(self.starts)
+
+
+@dataclass(kw_only=True)
+class ProbeRequest:
+    """One probe of a played case: a fork of its agent whose last message is the probe question.
+    `agent.request()` is what to send; `agent.take(response)` reads the answer back. `compactions`
+    and `turns` say how far the case had played when it was asked (a `probe_at` fact is asked
+    before the conversation ends)."""
+
+    fact: Probe
+    agent: Agent
+    compactions: int
+    turns: int
+
+    @property
+    def history(self) -> list[Message]:
+        """What the agent held when asked: its messages before the probe question."""
+        return self.agent.messages[:-1]
+
+
+def probe_request(agent: Agent, fact: Probe, played: PlayedCase, max_tokens: int, prompt_caching: bool) -> ProbeRequest:
+    """A fork of the agent as it stands, asked the fact's question (compaction off while it answers:
+    a probe measures the history as it is)."""
+    fork = agent.fork()
+    fork.strategy = None
+    fork.max_tokens = max_tokens
+    if prompt_caching:
+        fork.messages = with_cache_breakpoint(fork.messages)
+    fork.messages.append({"role": "user", "content": fact.question})
+    return ProbeRequest(fact=fact, agent=fork, compactions=len(played.compactions), turns=len(played.starts))

@@ -1,0 +1,266 @@
+"""Step 1 of a case (`runner`): the scenario played through a fresh agent, compacting as the agent
+would; at each compaction, what it retained of every probed fact, the behaviour checks and the
+next step (`next_step`); facts with `probe_at` get their probe's request where they are asked.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ..compaction.context import CompactionSettings, ToolClearing
+from ..inputs.evalfile import Prompt
+from ..inputs.probes import Probe
+from ..inputs.scenario import Scenario
+from ..messages import measure, render_message
+from ..records.schema import CaseRow, CompactionEvent, CompactionRecord, RetentionRecord
+from ..scoring.affirmation import prohibits
+from ..scoring.matchers import SetMatch, states_about
+from . import behaviour
+from .agent import Agent, Tool, ToolRegistry
+from .cases import Case, first_unedited_turn, first_verbatim_turn
+from .evals import Eval
+from .failures import RECORDED_ERRORS, describe_error
+from .next_step import next_step
+from .played import PlayedCase, probe_request
+
+
+@dataclass
+class Resampled:
+    """A client whose requests are sample `index` of a repeated case: the local server gets its own
+    seed and the cache its own entries, so a repeat at temperature > 0 is a new sample."""
+
+    client: Any
+    index: int
+
+    def create(self, **request: Any) -> dict[str, Any]:
+        return self.client.create(sample=self.index, **request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+class CasePlayer:
+    """Plays cases of one eval; what every case of a scenario shares is worked out once."""
+
+    def __init__(self, ev: Eval, client: Any, facts: dict[str, list[Probe]], every_fact: dict[str, list[Probe]]):
+        self.ev, self.client, self.facts = ev, client, facts
+        self.prompt_caching = bool(getattr(client, "prompt_caching", False))
+        self.scenarios = {s.id: s for s in ev.scenarios}
+        self.prompts: dict[str, Prompt] = {p.id: p for p in ev.prompts}
+        self.every_fact = every_fact  # probed or not: behaviour checks read them all
+        # Every subject of a scenario, so retention can tell a value stated of the wrong one.
+        self.subjects = {s.id: tuple(p.subject for p in every_fact[s.id] if p.subject) for s in ev.scenarios}
+        self._situations: dict[tuple[str, int], behaviour.Situation] = {}
+        self._scripted_sizes: dict[str, int] = {}
+
+    def scripted_size(self, scenario: Scenario) -> int:
+        """The scenario's uncompacted history, live replies excluded; measured once per run
+        (in tokens that is a model call), not once per case."""
+        if scenario.id not in self._scripted_sizes:
+            self._scripted_sizes[scenario.id] = measure(scenario.scripted_history(), self.client, self.ev.spec.unit)
+        return self._scripted_sizes[scenario.id]
+
+    def _agent(self, case: Case, scenario: Scenario, limit: int | None) -> Agent:
+        spec = self.ev.spec
+        prompt = self.prompts.get(case.prompt)
+        clearing = spec.tool_results
+        inputs = clearing.clear_tool_inputs
+        settings = CompactionSettings(
+            summary_prompt=prompt.text if prompt else "",
+            keep_recent=spec.keep_recent,
+            summary_max_tokens=spec.summary_max_tokens,
+            unit=spec.unit,
+            max_transcript_chars=spec.summary_transcript_chars,
+            layout=spec.summary_layout,
+            prompt_id=prompt.id if prompt else None,
+            cut=spec.cut,
+            tool_results=ToolClearing(
+                keep=clearing.keep,
+                exclude_tools=tuple(clearing.exclude_tools),
+                clear_tool_inputs=tuple(inputs) if isinstance(inputs, list) else inputs,
+                clear_at_least=clearing.clear_at_least,
+            ),
+        )
+        strategy = self.ev.strategy(case.strategy).compact  # None: the history is never compacted
+        tools = ToolRegistry(
+            [
+                Tool(name=t.name, description=t.description, input_schema=t.input_schema, run=_returns(t.result))
+                for t in scenario.tools
+            ]
+        )
+        # Repeats are samples only at temperature > 0 (else they collapse): each gets its own
+        # sampling seed and cache entries, so it is not a copy of the first.
+        client = Resampled(self.client, case.repeat) if case.repeat else self.client
+        return Agent(
+            client=client,
+            tools=tools,
+            limit=limit,
+            strategy=strategy,
+            settings=settings,
+            max_tokens=spec.reply_max_tokens,
+            output_stream=io.StringIO(),
+        )
+
+    def play(self, case: Case) -> PlayedCase:
+        """Play the scenario's turns through a fresh agent, compacting as the agent would; a
+        failure is recorded on the case (`error`), and every fact's retention is then an error."""
+        scenario = self.scenarios[case.scenario]
+        prompt = self.prompts.get(case.prompt)
+        row = CaseRow(
+            case=case.id,
+            scenario=case.scenario,
+            strategy=case.strategy,
+            budget=case.budget and str(case.budget),
+            prompt=case.prompt,
+            prompt_hash=prompt and prompt.hash,
+            repeat=case.repeat,
+            model=self.client.identity,
+            unit=self.ev.spec.unit,
+        )
+        played = PlayedCase(case=case, row=row, agent=None, limit=None, compactions=[], retention=[])
+        asked_before = {f.probe_at: [] for f in self.facts[case.scenario]}
+        for fact in self.facts[case.scenario]:
+            asked_before[fact.probe_at].append(fact)
+        try:
+            played.limit = case.budget and case.budget.limit(self.scripted_size(scenario))
+            agent = self._agent(case, scenario, played.limit)
+            if self.ev.strategy(case.strategy).uses_history:
+                for index, turn in enumerate(scenario.turns):
+                    agent.settings = replace(agent.settings, recorded_summary=turn.recorded_summary)
+                    # Compaction runs between user turns (the seed's rule), before every step of a
+                    # tool loop with `cut: steps`, and wherever an imported log's agent compacted.
+                    if not turn.continues or agent.settings.cut == "steps" or turn.recorded_summary is not None:
+                        self._compact(agent, index, played, scenario)
+                    for fact in asked_before.get(index, []):  # what was the agent about to do?
+                        played.early[fact.fact_id] = probe_request(
+                            agent, fact, played, self.ev.spec.probe.max_tokens, self.prompt_caching
+                        )
+                    if turn.assistant is None:
+                        agent.messages.append({"role": "user", "content": turn.user})
+                        played.starts.append(agent.messages[-1])
+                        played.turn_messages.append([agent.messages[-1]])
+                        before = len(agent.messages)
+                        reply = agent.respond()
+                        # The ceiling's history gets the live reply as played (its last text, if a
+                        # compaction inside the loop moved the messages).
+                        live = (
+                            agent.messages[before:]
+                            if agent.messages[before - 1] is played.starts[-1]
+                            else [{"role": "assistant", "content": [{"type": "text", "text": reply or "(no reply)"}]}]
+                        )
+                        played.full += [played.starts[-1], *live]
+                    else:
+                        added = turn.messages(index)
+                        played.starts.append(added[0])
+                        played.turn_messages.append(added)
+                        agent.messages += added
+                        played.full += added
+                # The compaction the agent would run before the next user line (the probe).
+                agent.settings = replace(agent.settings, recorded_summary=None)
+                self._compact(agent, len(scenario.turns), played, scenario)
+        except RECORDED_ERRORS as exc:
+            played.error = describe_error(exc)
+            played.retention = [
+                RetentionRecord(**asdict(row), fact=f.fact_id, kind=f.kind, retained=None, error=played.error)
+                for f in self.facts[case.scenario]
+                if f.values
+            ]
+            return played
+        played.agent = agent
+        return played
+
+    def _compact(self, agent: Agent, turn: int, played: PlayedCase, scenario: Scenario) -> None:
+        seen = len(agent.events)
+        agent.compact()
+        for event in agent.events[seen:]:
+            if event.edited:  # old tool results emptied in place: what is left of the edited turns is the history
+                verbatim_from = first_unedited_turn(agent.messages, played.turn_messages[:turn])
+                left = "\n".join(map(render_message, agent.messages))
+            else:
+                verbatim_from, left = first_verbatim_turn(agent.messages, played.starts[:turn]), event.summary
+            played.compactions.append(
+                CompactionRecord(**asdict(played.row), before_turn=turn, first_verbatim_turn=verbatim_from, event=event)
+            )
+            if event.folded_messages:
+                retained = self._retention(event, left, len(played.compactions) - 1, turn, verbatim_from, played.row)
+                played.retention += retained
+                if self.ev.spec.next_action.enabled and turn < len(scenario.turns):
+                    played.actions.append(
+                        next_step(
+                            self.client,
+                            self.ev.spec.next_action,
+                            agent,
+                            played.full,
+                            scenario,
+                            turn,
+                            retained,
+                            self._situation(scenario, turn),
+                            played.row,
+                            len(played.compactions) - 1,
+                        )
+                    )
+
+    def _situation(self, scenario: Scenario, turn: int) -> behaviour.Situation:
+        """What the behaviour checks know before `turn`: the same for every case of the scenario."""
+        if (scenario.id, turn) not in self._situations:
+            self._situations[scenario.id, turn] = behaviour.situation(scenario, self.every_fact[scenario.id], turn)
+        return self._situations[scenario.id, turn]
+
+    def _retention(
+        self, event: CompactionEvent, left: str | None, index: int, turn: int, verbatim_from: int, row: CaseRow
+    ) -> list[RetentionRecord]:
+        """For each probed fact folded so far: does what this compaction left of its turns (the
+        summary; after an in-place edit, the whole history) state the value the fact had at this
+        point (of its subject)? Dropped without a summary (truncate): not retained; replaced by
+        messages with no text to check: unknown (None)."""
+        records = []
+        for fact in self.facts[row.scenario]:
+            folded = fact.folded_at(turn, verbatim_from)
+            if folded is None:
+                continue  # not planted yet, or its current value is still verbatim
+            value_turn, expected = folded
+            credit, missing, stale = None, None, None
+            if left is not None:
+                retained = states_about(left, expected, fact.subject, self.subjects[row.scenario])
+                # A constraint the user changed: the summary that still forbids what the user lifted keeps a stale rule.
+                stale = fact.constraint and any(
+                    prohibits(left, value)
+                    for turn_of, old in fact.values
+                    if turn_of < value_turn
+                    for value in old.values
+                )
+                retained = retained and not stale
+                if isinstance(expected.matcher, SetMatch):
+                    credit = expected.matcher.share(left, expected, within=True)
+                    missing = [item for item in expected.items if not expected.matcher.names(left, item)]
+            else:  # dropped outright (truncate): not retained; replaced by text-less messages: unknown
+                retained = False if event.replaced_with == 0 else None
+                if retained is False and isinstance(expected.matcher, SetMatch):
+                    credit, missing = 0.0, list(expected.items)
+            records.append(
+                RetentionRecord(
+                    **asdict(row),
+                    compaction=index,
+                    before_turn=turn,
+                    fact=fact.fact_id,
+                    kind=fact.kind,
+                    value_turn=value_turn,
+                    expected=expected.answer,
+                    retained=retained,
+                    credit=credit,
+                    missing=missing,
+                    stale=stale,
+                )
+            )
+        return records
+
+
+def _returns(result: str):
+    """A scenario tool called live: whatever the arguments, it returns its scripted result."""
+
+    def run(**arguments: Any) -> str:
+        return result
+
+    return run
