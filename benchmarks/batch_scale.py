@@ -31,10 +31,10 @@ from batch_server import BatchServer  # noqa: E402
 from harness.execution.cases import plan_cases  # noqa: E402
 from harness.execution.evals import load_eval  # noqa: E402
 from harness.execution.executors import run_eval  # noqa: E402
-from harness.inputs.generators.chat import Options, generate  # noqa: E402
 from harness.models.backends import Backend  # noqa: E402
 from harness.models.batch import BatchEndpoint  # noqa: E402
 from harness.records import load_manifest  # noqa: E402
+from harness.sources.generators.chat import Options, generate  # noqa: E402
 
 SHAPES = {1000: (1, 1), 50000: (19, 10)}  # cases -> (prompts, budgets), over 250 scenarios
 

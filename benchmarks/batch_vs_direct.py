@@ -24,13 +24,13 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake batch server lives with the 
 
 from batch_server import BatchServer  # noqa: E402
 
-from harness.models.batch import BatchEndpoint  # noqa: E402
-from harness.execution.evals import load_eval  # noqa: E402
-from harness.inputs.generators.chat import Options, generate  # noqa: E402
-from harness.models.backends import Backend  # noqa: E402
-from harness.records import load_manifest, read_jsonl  # noqa: E402
 from harness.execution.cases import plan_cases  # noqa: E402
+from harness.execution.evals import load_eval  # noqa: E402
 from harness.execution.executors import run_eval  # noqa: E402
+from harness.models.backends import Backend  # noqa: E402
+from harness.models.batch import BatchEndpoint  # noqa: E402
+from harness.records import load_manifest, read_jsonl  # noqa: E402
+from harness.sources.generators.chat import Options, generate  # noqa: E402
 
 LATENCY_S = 0.2
 

@@ -30,12 +30,12 @@ sys.path.insert(0, str(REPO / "tests"))  # the fake client and the loopback serv
 from fakes import FakeAnthropic, FakeClient  # noqa: E402
 from fault_server import FaultServer  # noqa: E402
 
-from harness.models.cache import ResponseCache  # noqa: E402
-from harness.execution.evals import load_eval  # noqa: E402
-from harness.models.backends import Backend, open_model  # noqa: E402
-from harness.records import read_jsonl  # noqa: E402
 from harness.execution.cases import plan_cases  # noqa: E402
+from harness.execution.evals import load_eval  # noqa: E402
 from harness.execution.executors import run_eval  # noqa: E402
+from harness.models.backends import Backend, open_model  # noqa: E402
+from harness.models.cache import ResponseCache  # noqa: E402
+from harness.records import read_jsonl  # noqa: E402
 
 
 class Timed:

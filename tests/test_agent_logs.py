@@ -12,18 +12,18 @@ import yaml
 
 from harness.cli import main
 from harness.errors import InputError
-from harness.inputs.generators.coding import Options as CodingOptions
-from harness.inputs.generators.coding import generate as generate_coding
-from harness.inputs.generators.variants import generate_variants
-from harness.inputs.importers import AGENT_FORMATS
-from harness.inputs.importers.agent_logs import FORMATS, Options, import_logs
-from harness.inputs.importers.derive import derive
-from harness.inputs.importers.redact import PATTERNS, redact_text
-from harness.inputs.importers.session import Call, Exchange, Session, Step, to_scenario
 from harness.inputs.probes import probes
 from harness.inputs.scenario import Scenario, load_scenario
 from harness.messages import history_problem
 from harness.scoring.verdict import verdict
+from harness.sources.generators.coding import Options as CodingOptions
+from harness.sources.generators.coding import generate as generate_coding
+from harness.sources.generators.variants import generate_variants
+from harness.sources.importers import AGENT_FORMATS
+from harness.sources.importers.agent_logs import FORMATS, Options, import_logs
+from harness.sources.importers.derive import derive
+from harness.sources.importers.redact import PATTERNS, redact_text
+from harness.sources.importers.session import Call, Exchange, Session, Step, to_scenario
 
 DATA = Path(__file__).parent / "data" / "agent_logs"
 REAL = DATA / "real"  # real logs, copied with their sources and licenses (README.md there)

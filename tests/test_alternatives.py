@@ -356,8 +356,8 @@ def test_context_editing_records_what_the_server_cleared(tmp_path):
 
 
 def test_automatic_compaction_fires_at_its_trigger(tmp_path):
-    from harness.inputs.generators.coding import Options, session
-    from harness.inputs.importers.session import to_scenario
+    from harness.sources.generators.coding import Options, session
+    from harness.sources.importers.session import to_scenario
 
     log, _ = session(Options(steps=30, file_chars=40_000, seed=5), 0)  # about 70,000 tokens by the fake's count
     scenario = to_scenario(

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from harness.cli import build_parser, main
-from harness.inputs.importers.agent_logs import OverlayFact
+from harness.sources.importers.agent_logs import OverlayFact
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()

@@ -181,7 +181,7 @@ def test_generated_facts_retention_and_the_no_history_control(tmp_path, capsys):
     """A generated scenario on the embedded model: retention is measured per folded fact and
     compaction, the report shows it with prompt sensitivity, and with no history the model
     cannot guess the generated values (the control stays near 0%)."""
-    from harness.inputs.generators.chat import Options, generate
+    from harness.sources.generators.chat import Options, generate
 
     generate(Options(scenarios=1, facts=8, filler_chars=0, seed=11), tmp_path / "gen")
     evals = Path(__file__).parents[1] / "harness" / "prompts"

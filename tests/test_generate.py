@@ -12,7 +12,6 @@ from harness.cli import main
 from harness.execution.cases import plan_cases
 from harness.execution.evals import load_eval
 from harness.execution.executors import run_eval
-from harness.inputs.generators.chat import Options, generate
 from harness.inputs.probes import probes
 from harness.inputs.scenario import load_scenario
 from harness.models.backends import Backend
@@ -20,6 +19,7 @@ from harness.models.cache import ResponseCache
 from harness.records import read_jsonl
 from harness.reports.formats import html_report, text_report
 from harness.scoring.matchers import Expectation, states_about
+from harness.sources.generators.chat import Options, generate
 
 
 def write_eval(folder: Path, extra: str = "") -> Path:
@@ -174,7 +174,7 @@ def test_init_writes_an_agent_gate_on_coding_sessions_or_a_chat_gate_that_points
 
 def test_init_offers_every_starter_kind_and_only_those():
     from harness.cli import build_parser
-    from harness.inputs.starter import KINDS
+    from harness.sources.starter import KINDS
 
     init = next(action.choices["init"] for action in build_parser()._actions if isinstance(action.choices, dict))
     kind = next(action for action in init._actions if action.dest == "kind")

@@ -40,8 +40,8 @@ def test_each_hostile_log_is_imported_with_its_problem_said_or_refused_naming_th
 
 
 def test_a_placeholder_never_becomes_the_task():
-    from harness.inputs.importers.derive import derive
-    from harness.inputs.importers.session import LOG_STARTS, Call, Exchange, Session, Step
+    from harness.sources.importers.derive import derive
+    from harness.sources.importers.session import LOG_STARTS, Call, Exchange, Session, Step
 
     session = Session("s", "d", [Exchange(LOG_STARTS, [Step(None, [Call("bash", {"command": "ls -la"}, "a.py")])])])
     assert "task" not in {f["id"] for facts in derive(session).values() for f in facts}
@@ -129,7 +129,7 @@ def test_credentials_survive_nowhere_the_import_or_a_run_over_it_writes(tmp_path
 def test_a_compressed_log_is_bounded_by_what_it_decompresses_to(tmp_path, monkeypatch, capsys):
     import gzip
 
-    from harness.inputs.importers import logfile
+    from harness.sources.importers import logfile
 
     log = tmp_path / "bomb.jsonl.gz"
     log.write_bytes(gzip.compress(b"\n" * 5_000_000))  # a few kilobytes on disk

@@ -12,11 +12,11 @@ from harness.cli import main
 from harness.compaction.context import CompactionContext, CompactionSettings
 from harness.compaction.seed import SUMMARY_PREFIX, TranscriptTooLarge, compact
 from harness.errors import InputError
-from harness.inputs.importers.locomo import import_locomo
 from harness.inputs.probes import probes
 from harness.scoring.matchers import Expectation, Target, TokenF1
 from harness.scoring.normalize import token_f1
 from harness.scoring.verdict import verdict
+from harness.sources.importers.locomo import import_locomo
 
 # shared/ sits beside the checkout, here and in CI.
 CONV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "conv-26.json"

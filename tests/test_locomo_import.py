@@ -8,10 +8,10 @@ import pytest
 
 from harness.cli import main
 from harness.errors import InputError
-from harness.inputs.importers.locomo import import_locomo
 from harness.inputs.probes import probes
 from harness.inputs.scenario import load_scenario
 from harness.scoring.matchers import Expectation, LocomoF1
+from harness.sources.importers.locomo import import_locomo
 
 A, B = "Ann", "Bo"
 

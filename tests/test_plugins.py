@@ -50,7 +50,7 @@ class Shouting:
 
 def read_transcript(path):
     """An importer: one session per file, a user line then a `$ command` the agent ran, per pair of lines."""
-    from harness.inputs.importers.session import Call, Exchange, Session, Step
+    from harness.sources.importers.session import Call, Exchange, Session, Step
 
     lines = path.read_text().splitlines()
     exchanges = [

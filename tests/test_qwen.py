@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.inputs.generators.chat import Options, generate
 from harness.models.weights import QWEN
 from harness.records import read_jsonl
+from harness.sources.generators.chat import Options, generate
 
 pytestmark = pytest.mark.e2e
 PROMPTS = Path(__file__).parents[1] / "harness" / "prompts"

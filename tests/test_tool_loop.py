@@ -17,14 +17,14 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.compaction.context import CompactionSettings
 from harness.execution.agent import AGENT_SYSTEM, Agent, Tool, ToolRegistry
-from harness.inputs.generators.coding import Options as CodingOptions
-from harness.inputs.generators.coding import session
-from harness.inputs.importers.session import to_scenario
 from harness.inputs.scenario import Scenario
 from harness.messages import cut_points, history_problem, history_size
 from harness.records import read_jsonl
 from harness.scoring.matchers import Expectation, SetMatch, Target
 from harness.scoring.verdict import verdict
+from harness.sources.generators.coding import Options as CodingOptions
+from harness.sources.generators.coding import session
+from harness.sources.importers.session import to_scenario
 
 DATA = Path(__file__).parent / "data"
 SEED_PROMPT = Path(__file__).parents[1] / "harness" / "prompts" / "seed.txt"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import plugins
 from ..errors import InputError, plural
-from ..inputs.importers import AGENT_FORMATS
+from ..sources.importers import AGENT_FORMATS
 from .common import EXIT_ERROR, EXIT_OK, writable_folder
 
 
@@ -114,7 +114,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     writable_folder(args.out, "--out")
     if args.format == "locomo":
         return _import_locomo(args)
-    from ..inputs.importers.agent_logs import Options, import_logs
+    from ..sources.importers.agent_logs import Options, import_logs
 
     options = Options(args.max_tool_output, not args.no_redact, args.facts, args.every)
     try:
@@ -134,8 +134,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _import_locomo(args: argparse.Namespace) -> int:
-    from ..inputs.importers.locomo import import_locomo
     from ..inputs.probes import probes
+    from ..sources.importers.locomo import import_locomo
 
     written, errors = [], []
     for file in args.files:
@@ -176,8 +176,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.source is not None:
         return _variants(args)
     if args.kind == "coding":
-        from ..inputs.generators.coding import Options as CodingOptions
-        from ..inputs.generators.coding import generate as generate_coding
+        from ..sources.generators.coding import Options as CodingOptions
+        from ..sources.generators.coding import generate as generate_coding
 
         try:
             paths = generate_coding(
@@ -191,7 +191,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             f"(seed {args.seed}; six kinds of work in three toolchains, in turn)"
         )
         return EXIT_OK
-    from ..inputs.generators.chat import Options, generate, parse_filler
+    from ..sources.generators.chat import Options, generate, parse_filler
 
     try:
         chars, turns = parse_filler(args.filler)
@@ -206,7 +206,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _variants(args: argparse.Namespace) -> int:
-    from ..inputs.generators.variants import generate_variants
+    from ..sources.generators.variants import generate_variants
 
     if args.variants < 1:
         raise InputError("harness generate", f"--variants {args.variants}: at least 1")
@@ -221,8 +221,8 @@ def _variants(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from ..inputs.starter import write_starter
     from ..models.local import catalog_model
+    from ..sources.starter import write_starter
 
     embedded = catalog_model(args.model)
     install = (

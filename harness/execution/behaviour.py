@@ -21,10 +21,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..inputs.importers.derive import EDIT_TOOLS, SHELL_TOOLS, applied, plan_of, took_effect, written_files
-from ..inputs.importers.session import Call
 from ..inputs.probes import Probe
 from ..inputs.scenario import Scenario
+from ..sources.importers.derive import EDIT_TOOLS, SHELL_TOOLS, applied, plan_of, took_effect, written_files
+from ..sources.importers.session import Call
 from .actions import Action, of_call, path, programs, target
 
 READ_TOOLS = {"read", "view", "open", "read_file", "cat", "open_file", "view_file"}

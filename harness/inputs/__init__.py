@@ -1,4 +1,3 @@
-"""What a run starts from: user files read with located errors (`files`), scenario files and the
-probes they imply (`scenario`), eval files (`evalfile`), and the programs that write scenarios:
-generators (`generators`), importers of benchmarks and agent logs (`importers`), both through one
-validated writer (`writer`)."""
+"""The formats a run reads: user files read with located errors (`files`), scenario files and the
+probes they imply (`scenario`, `probes`), and eval files (`evalfile`). The programs that write
+scenarios (importers, generators, the starter) are `harness.sources`."""

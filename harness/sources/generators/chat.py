@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import plural
+from ...inputs.scenario import Scenario
 from ...messages import history_size
-from ..scenario import Scenario
 from ..writer import write_scenarios
 
 TAGS = (

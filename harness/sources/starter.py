@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .files import shipped
+from ..inputs.files import shipped
 from .generators import chat, coding
 from .writer import write_scenarios
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from pydantic import Field
 
 from ...errors import InputError, did_you_mean, plural
+from ...inputs.files import MAX_FILE_BYTES, load_yaml
+from ...inputs.scenario import Fact, Scenario
 from ...plugins import PluginError, Registry
 from ...scoring.matchers import mentions
-from ..files import MAX_FILE_BYTES, load_yaml
-from ..scenario import Fact, Scenario
 from ..writer import write_imported
 from . import claude_code, codex, mini_swe_agent, openai_messages, swe_agent
 from .derive import derive, turn_text

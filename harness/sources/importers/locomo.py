@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ...inputs.scenario import Scenario
 from ...scoring.matchers import Expectation, LocomoF1, mentions, states
 from ...scoring.verdict import abstains
-from ..scenario import Scenario
 from ..writer import write_imported
 
 F1_THRESHOLD = 0.5

@@ -28,8 +28,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..files import load_yaml
-from ..scenario import load_scenario
+from ...inputs.files import load_yaml
+from ...inputs.scenario import load_scenario
 from ..writer import write_scenarios
 from .coding import pronounceable
 

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
-from .scenario import Scenario, load_scenario
+from ..inputs.scenario import Scenario, load_scenario
 
 
 def dump(data: dict[str, Any]) -> str:
