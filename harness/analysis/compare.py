@@ -19,8 +19,9 @@ from functools import cached_property
 
 import pandas as pd
 
-from ..records.load import failed
-from ..records.schema import BEHAVIOURS
+from ..errors import InputError
+from ..records.load import Run, failed
+from ..records.schema import BEHAVIOURS, METRICS
 from .stats import PairedTest, paired_test
 
 PAIR_KEY = ["scenario", "fact", "budget", "strategy", "repeat"]
@@ -72,6 +73,9 @@ def action_units(actions: pd.DataFrame, against: str = "exact") -> pd.DataFrame:
 
 @dataclass
 class Comparison:
+    """Two variants paired unit by unit on one metric: their rates, the difference (B - A) with its
+    test over scenarios (`test`: interval and p), and the units that flipped each way."""
+
     label_a: str
     label_b: str
     pairs: pd.DataFrame  # one row per paired unit: hit_a and hit_b (0/1, or shares for retention)
@@ -187,3 +191,67 @@ def sensitivity(summary: pd.DataFrame, control: str) -> dict[str, Comparison]:
         prompt: pair_retention(reference, summary[summary["prompt"] == prompt], control, prompt)
         for prompt in sorted(set(summary["prompt"].dropna()) - {control})
     }
+
+
+def compare_variants(
+    run_a: Run,
+    run_b: Run,
+    a: str | None,
+    b: str | None,
+    strategy: str = "summary",
+    names: tuple[str, str] = ("a", "b"),
+) -> list[Comparison]:
+    """Variant `a` of `run_a` against variant `b` of `run_b` (the same run, to compare two prompts),
+    paired on every metric both measured. A variant is a prompt id of `strategy` (`seed`), a
+    strategy (`truncate`, `mymodule:compact`) or both (`summary:seed`); None: `strategy`'s only
+    prompt. `names`: what a bad variant is blamed on (the command line's `--a`, `--b`)."""
+    side_a, side_b = _variant(run_a, a, strategy, names[0]), _variant(run_b, b, strategy, names[1])
+
+    def label(side: str, variant: tuple[str, str | None]) -> str:
+        name = variant[1] if variant[0] == strategy else f"{variant[0]}:{variant[1]}" if variant[1] else variant[0]
+        return f"{side}:{name}" if name and name != strategy else side
+
+    def rows(run: Run, metric: str, variant: tuple[str, str | None]) -> pd.DataFrame:
+        data = run.rows(metric)
+        data = data[data["strategy"] == variant[0]]
+        return data[data["prompt"] == variant[1]] if variant[1] is not None else data
+
+    # Within one strategy units pair on the strategy too; across strategies on fact and budget.
+    key = PAIR_KEY if side_a[0] == side_b[0] else VARIANT_KEY
+    return [
+        pair_units(
+            units(rows(run_a, metric, side_a), metric),
+            units(rows(run_b, metric, side_b), metric),
+            label("A", side_a),
+            label("B", side_b),
+            metric,
+            key,
+        )
+        for metric in METRICS
+        if not run_a.rows(metric).empty and not run_b.rows(metric).empty
+    ]
+
+
+def _variant(run: Run, spec: str | None, strategy: str, name: str) -> tuple[str, str | None]:
+    """A side's (strategy, prompt) in `run` (see `compare_variants`)."""
+    strategies = set(run.records["strategy"]) | set(run.retention["strategy"])
+    prompt = spec
+    if spec is not None and spec in strategies:
+        strategy, prompt = spec, None
+    elif spec and spec.rpartition(":")[0] in strategies:
+        strategy, _, prompt = spec.rpartition(":")
+    if strategy not in strategies:
+        raise InputError(name, f"no strategy {strategy!r} in this run (it has: {', '.join(sorted(strategies))})")
+    existing = run.prompts(strategy)
+    if not existing:  # a strategy without prompts
+        return strategy, None
+    if prompt is None and len(existing) == 1:
+        prompt = existing[0]
+    if prompt not in existing:
+        problem = (
+            f"no prompt {prompt!r} with strategy {strategy} in this run"
+            if prompt
+            else f"strategy {strategy} ran with several prompts; name one"
+        )
+        raise InputError(name, f"{problem} (it has: {', '.join(existing)})")
+    return strategy, prompt

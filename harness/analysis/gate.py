@@ -114,6 +114,10 @@ def _result(failures: list[str], untested: str | None) -> str:
 
 @dataclass
 class Verdict:
+    """The gate's decision on a candidate: a cell per prompt and budget (and over all budgets), the
+    summary checks (size, cap), the per-kind guards, and why it cannot pass if it cannot
+    (`exit_code`: 0 pass, 100 regression, 1 cannot judge)."""
+
     cells: list[Cell]
     checks: list[SummaryCheck] = field(default_factory=list)
     cannot_judge: list[str] = field(default_factory=list)  # reasons the whole gate cannot pass

@@ -56,70 +56,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..analysis.compare import PAIR_KEY, VARIANT_KEY, pair_units, units
+    from ..analysis.compare import compare_variants
     from ..records import load_run
-    from ..records.schema import METRICS
     from ..reports.comparisons import describe
 
     run_a = load_run(run_folder(args.run_a, args.results))
     run_b = load_run(run_folder(args.run_b, args.results)) if args.run_b else run_a
     if args.run_b is None and not (args.a and args.b):
         raise InputError(args.run_a, "to compare prompts within one run, name them with --a and --b")
-
-    def resolve(run, flag: str, named: list[str] | None) -> tuple[str, str | None]:
-        """A side as (strategy, prompt): `--a seed` (a prompt of --strategy), `--a truncate` or
-        `--a mymodule:compact` (a strategy), `--a summary:seed` or `--a mymodule:compact:seed`."""
-        strategies = set(run.records["strategy"]) | set(run.retention["strategy"])
-        spec = named[0] if named else None
-        strategy, prompt = (args.strategy, spec)
-        if spec in strategies:
-            strategy, prompt = spec, None
-        elif spec and spec.rpartition(":")[0] in strategies:
-            strategy, _, prompt = spec.rpartition(":")
-        if strategy not in strategies:
-            raise InputError(flag, f"no strategy {strategy!r} in this run (it has: {', '.join(sorted(strategies))})")
-        existing = run.prompts(strategy)
-        if not existing:  # a strategy without prompts
-            return strategy, None
-        if prompt is None and len(existing) == 1:
-            prompt = existing[0]
-        if prompt not in existing:
-            raise InputError(
-                flag if spec else args.run_a,
-                (
-                    f"no prompt {prompt!r} with strategy {strategy} in this run"
-                    if prompt
-                    else f"strategy {strategy} ran with several prompts; name one"
-                )
-                + f" (it has: {', '.join(existing)})",
-            )
-        return strategy, prompt
-
-    (strategy_a, prompt_a), (strategy_b, prompt_b) = resolve(run_a, "--a", args.a), resolve(run_b, "--b", args.b)
-
-    def label(side: str, strategy: str, prompt: str | None) -> str:
-        name = prompt if strategy == args.strategy else f"{strategy}:{prompt}" if prompt else strategy
-        return f"{side}:{name}" if name and name != args.strategy else side
-
-    def rows(run, metric: str, strategy: str, prompt: str | None):
-        data = run.rows(metric)
-        data = data[data["strategy"] == strategy]
-        return data[data["prompt"] == prompt] if prompt is not None else data
-
-    # Within one strategy units pair on the strategy too; across strategies on fact and budget.
-    key = PAIR_KEY if strategy_a == strategy_b else VARIANT_KEY
-    comparisons = [
-        pair_units(
-            units(rows(run_a, metric, strategy_a, prompt_a), metric),
-            units(rows(run_b, metric, strategy_b, prompt_b), metric),
-            label("A", strategy_a, prompt_a),
-            label("B", strategy_b, prompt_b),
-            metric,
-            key,
-        )
-        for metric in METRICS
-        if not run_a.rows(metric).empty and not run_b.rows(metric).empty
-    ]
+    comparisons = compare_variants(
+        run_a, run_b, args.a and args.a[0], args.b and args.b[0], args.strategy, names=("--a", "--b")
+    )
     if not any(c.n for c in comparisons):
         raise InputError(
             args.run_b or args.run_a,

@@ -14,11 +14,7 @@ from .common import EXIT_ERROR, EXIT_OK, eval_flags, load_eval_of, price, run_fl
 def run_eval_of(args: argparse.Namespace, control: bool = True):
     """Run (or resume) the eval named on the command line; return it and its run folder.
     `control`: also run the eval's keeps-nothing control prompt (a gate reads the baseline's)."""
-    from ..execution.executors import open_for, run_eval
-    from ..execution.judge import calibrate
-    from ..models.backends import default_jobs, open_model
-    from ..models.batch import BatchEndpoint
-    from ..models.cache import ResponseCache
+    from ..execution.executors import execute
 
     ev = load_eval_of(args, control=control, batch=args.batch)
     if ev.spec.repeats > ev.repeats:
@@ -28,33 +24,16 @@ def run_eval_of(args: argparse.Namespace, control: bool = True):
             file=sys.stderr,
         )
     writable_folder(Path(args.results), "--results")
-    jobs = args.jobs or default_jobs(ev.spec.model, args.base_url or ev.spec.base_url)
-    client = open_for(ev, args.base_url, slots=jobs)
-    client.check()  # a dead or wrong endpoint stops here, not after a run of errors
-    batch = BatchEndpoint(client.client) if ev.spec.batch else None
-    if batch:
-        batch.check()
-    judge = open_model(args.judge, base_url=args.judge_base_url) if args.judge else None
-    if judge:
-        judge.check()
-    if not args.no_cache:
-        client.cache = ResponseCache.under(Path(args.results))
-        if judge:
-            judge.cache = client.cache
-    calibration = None
-    if judge:  # how far its verdicts can be trusted, measured before it gives any
-        calibration = calibrate(judge)
-        print(f"judge {judge.identity} on the labelled answers: " + "; ".join(calibration.lines()), file=sys.stderr)
-    return ev, run_eval(
+    return ev, execute(
         ev,
-        client,
         Path(args.results),
+        base_url=args.base_url,
+        jobs=args.jobs,
+        judge_model=args.judge,
+        judge_base_url=args.judge_base_url,
+        cache=not args.no_cache,
         resume=args.resume,
-        judge=judge,
         progress=not args.quiet,
-        jobs=jobs,
-        batch=batch,
-        judge_calibration=calibration and calibration.record(),
     )
 
 

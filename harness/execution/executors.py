@@ -13,7 +13,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ..errors import InputError, plural
-from ..models.backends import Backend, open_model
+from ..models.backends import Backend, default_jobs, open_model
 from ..models.batch import BatchEndpoint
 from ..models.cache import ResponseCache
 from ..records import Manifest, RunFolder, load_manifest
@@ -34,6 +34,54 @@ def open_for(ev: Eval, base_url: str | None = None, slots: int = 1) -> Backend:
         temperature=ev.spec.temperature,
         slots=slots,
         sampling=ev.spec.sampling,
+    )
+
+
+def execute(
+    ev: Eval,
+    results_dir: Path,
+    *,
+    base_url: str | None = None,
+    jobs: int | None = None,
+    judge_model: str | None = None,
+    judge_base_url: str | None = None,
+    cache: bool = True,
+    resume: Path | None = None,
+    progress: bool = False,
+    say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+) -> Path:
+    """Open the eval's model (and the judge's), prove the endpoints, and run: what `harness run`
+    does after reading the eval. The response cache lives under `results_dir`; `say` gets the
+    judge's calibration, measured before it gives any verdict."""
+    from .judge import calibrate
+
+    jobs = jobs or default_jobs(ev.spec.model, base_url or ev.spec.base_url)
+    client = open_for(ev, base_url, slots=jobs)
+    client.check()  # a dead or wrong endpoint stops here, not after a run of errors
+    batch = BatchEndpoint(client.client) if ev.spec.batch else None
+    if batch:
+        batch.check()
+    judge = open_model(judge_model, base_url=judge_base_url) if judge_model else None
+    if judge:
+        judge.check()
+    if cache:
+        client.cache = ResponseCache.under(results_dir)
+        if judge:
+            judge.cache = client.cache
+    calibration = None
+    if judge:  # how far its verdicts can be trusted
+        calibration = calibrate(judge)
+        say(f"judge {judge.identity} on the labelled answers: " + "; ".join(calibration.lines()))
+    return run_eval(
+        ev,
+        client,
+        results_dir,
+        resume=resume,
+        judge=judge,
+        progress=progress,
+        jobs=jobs,
+        batch=batch,
+        judge_calibration=calibration and calibration.record(),
     )
 
 

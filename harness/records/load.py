@@ -153,6 +153,7 @@ class Run:
     about: Manifest
     turns: dict[str, list[str]] = field(default_factory=dict)  # per scenario; empty for older runs
     actions: pd.DataFrame = field(default_factory=pd.DataFrame)  # next-action rows; empty unless measured
+    path: Path | None = None  # the folder it was read from
 
     def rows(self, metric: str) -> pd.DataFrame:
         """The rows a metric is computed from: retention rows, probe records for recall, next-action rows
@@ -188,4 +189,5 @@ def load_run(run_dir: str | Path) -> Run:
         load_manifest(run_dir),
         turns,
         load_actions(run_dir),
+        Path(run_dir),
     )
