@@ -10,7 +10,7 @@ uses (replies, summaries, tool results).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 Message = dict[str, Any]
 
@@ -125,7 +125,13 @@ def history_problem(messages: list[Message]) -> str | None:
     return None
 
 
-def measure(messages: list[Message], client: Any, unit: str) -> int:
+class TokenCounter(Protocol):
+    """What measuring in tokens needs of a model client (`models.ModelClient` has it)."""
+
+    def count_tokens(self, **request: Any) -> int: ...
+
+
+def measure(messages: list[Message], client: TokenCounter, unit: str) -> int:
     """The history's size in the budget's unit: characters (as the seed) or model tokens."""
     if unit == "tokens":
         return client.count_tokens(messages=messages) if messages else 0

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TextIO
+from typing import Literal, Protocol, TextIO
 
 from ..messages import Message, measure
+from ..models.client import ModelClient
 from ..records.schema import CompactionEvent
 
 # The seed's summary prompt (agent-010): what `summary` sends when an eval names no prompt.
@@ -61,7 +62,7 @@ class CompactionSettings:
 class CompactionContext:
     """What a strategy receives beside the history."""
 
-    client: Any  # a `models.ModelClient`: `create(**messages_request)`, `count_tokens(messages=...)`
+    client: ModelClient  # `create(**messages_request)`, `count_tokens(messages=...)`
     # The size the history must fit, in `settings.unit`: the eval's budget resolved for this case.
     # None: no limit (a strategy that needs none, such as `recorded`).
     limit: int | None

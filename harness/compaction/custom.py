@@ -23,7 +23,7 @@ from typing import Any
 from .. import plugins
 from ..errors import InputError
 from ..messages import Message, content_text
-from ..models.client import ModelError, Usage, usage_of
+from ..models.client import ModelClient, ModelError, Usage, usage_of
 from ..records.schema import CompactionEvent
 from .context import CompactionContext, Strategy
 from .seed import TranscriptTooLarge
@@ -64,7 +64,7 @@ class Metered:
     """The model client a custom strategy gets: every call's usage, latency and cache hits are
     added to the compaction's record, through the run's cache and call counts."""
 
-    def __init__(self, client: Any):
+    def __init__(self, client: ModelClient):
         self.client, self.usage, self.requests = client, Usage(), 0
         self.capped = False  # some call stopped at its max_tokens
 

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from ..compaction.context import CompactionContext, CompactionSettings, Strategy
 from ..compaction.seed import compact
 from ..messages import Message, content_text
-from ..models.client import Usage, usage_of
+from ..models.client import ModelClient, Usage, usage_of
 from ..records.schema import CompactionEvent
 
 AGENT_SYSTEM = "You are a helpful assistant. Answer briefly and use the conversation so far."
@@ -74,7 +74,7 @@ def with_cache_breakpoint(messages: list[Message]) -> list[Message]:
 
 @dataclass(kw_only=True)
 class Agent:
-    client: Any  # a models.Backend, or a fake with the same create/count_tokens methods
+    client: ModelClient  # a models.Backend, or a fake with the same create/count_tokens methods
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     limit: int | None = 1200  # the size the history must fit (None: a strategy that needs none, or no compaction)
     strategy: Strategy | None = compact  # None: never compact

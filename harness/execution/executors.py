@@ -8,7 +8,6 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from tqdm import tqdm
 
@@ -16,6 +15,7 @@ from ..errors import InputError, plural
 from ..models.backends import Backend, default_jobs, open_model
 from ..models.batch import BatchEndpoint
 from ..models.cache import ResponseCache
+from ..models.client import ModelClient
 from ..records import Manifest, RunFolder, load_manifest
 from .answers import ask
 from .cases import Case, plan_cases
@@ -87,11 +87,11 @@ def execute(
 
 def run_eval(
     ev: Eval,
-    client: Any,
+    client: ModelClient,
     results_dir: Path,
     *,
     resume: Path | None = None,
-    judge: Any = None,
+    judge: ModelClient | None = None,
     progress: bool = True,
     jobs: int = 1,
     batch: BatchEndpoint | None = None,
@@ -152,7 +152,7 @@ def _run_direct(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callable,
         pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
 
 
-def in_waves(ev: Eval, client: Any, waves: Waves, judge: Any = None) -> CaseRunner:
+def in_waves(ev: Eval, client: ModelClient, waves: Waves, judge: ModelClient | None = None) -> CaseRunner:
     """A runner whose requests go through `waves`: what the client's cache lacks waits for the next
     wave (`Backend.waves`), and a case's probes register together."""
     client.waves = waves
@@ -161,8 +161,8 @@ def in_waves(ev: Eval, client: Any, waves: Waves, judge: Any = None) -> CaseRunn
 
 def _run_in_waves(
     ev: Eval,
-    client: Any,
-    judge: Any,
+    client: ModelClient,
+    judge: ModelClient | None,
     todo: list[Case],
     write: Callable,
     folder: RunFolder,

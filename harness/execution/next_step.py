@@ -12,12 +12,11 @@ rather than read from its prompt cache.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 from ..inputs.evalfile import NextActionSettings
 from ..inputs.scenario import Scenario
 from ..messages import Message, strings_in
-from ..models.client import usage_of
+from ..models.client import ModelClient, usage_of
 from ..records.schema import ActionRecord, CaseRow, RetentionRecord
 from . import actions, behaviour
 from .agent import Agent
@@ -25,7 +24,7 @@ from .failures import RECORDED_ERRORS, describe_error
 
 
 def next_step(
-    client: Any,
+    client: ModelClient,
     settings: NextActionSettings,
     agent: Agent,
     full: list[Message],

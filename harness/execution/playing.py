@@ -14,6 +14,7 @@ from ..inputs.evalfile import Prompt
 from ..inputs.probes import Probe
 from ..inputs.scenario import Scenario
 from ..messages import measure, render_message
+from ..models.client import ModelClient
 from ..records.schema import CaseRow, CompactionEvent, CompactionRecord, RetentionRecord
 from ..scoring.affirmation import prohibits
 from ..scoring.matchers import SetMatch, states_about
@@ -31,7 +32,7 @@ class Resampled:
     """A client whose requests are sample `index` of a repeated case: the local server gets its own
     seed and the cache its own entries, so a repeat at temperature > 0 is a new sample."""
 
-    client: Any
+    client: ModelClient
     index: int
 
     def create(self, **request: Any) -> dict[str, Any]:
@@ -44,7 +45,9 @@ class Resampled:
 class CasePlayer:
     """Plays cases of one eval; what every case of a scenario shares is worked out once."""
 
-    def __init__(self, ev: Eval, client: Any, facts: dict[str, list[Probe]], every_fact: dict[str, list[Probe]]):
+    def __init__(
+        self, ev: Eval, client: ModelClient, facts: dict[str, list[Probe]], every_fact: dict[str, list[Probe]]
+    ):
         self.ev, self.client, self.facts = ev, client, facts
         self.prompt_caching = bool(getattr(client, "prompt_caching", False))
         self.scenarios = {s.id: s for s in ev.scenarios}

@@ -13,6 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..models.client import ModelClient
 from ..records.manifest import Manifest, PromptInfo
 from .evals import Eval
 
@@ -27,7 +28,7 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def manifest(ev: Eval, client: Any, judge: Any) -> Manifest:
+def manifest(ev: Eval, client: ModelClient, judge: ModelClient | None) -> Manifest:
     return Manifest(
         eval=ev.spec.model_dump(),
         eval_file=str(ev.path),

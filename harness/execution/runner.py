@@ -7,10 +7,9 @@ once, or in batch waves, which send the probes of many cases together: `ask_all`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..inputs.probes import Probe, probes
-from ..models.client import Usage
+from ..models.client import ModelClient, Usage
 from ..records.schema import ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord
 from .answers import Scorer, ask
 from .cases import Case, probed_facts
@@ -29,8 +28,8 @@ class CaseRunner:
     def __init__(
         self,
         ev: Eval,
-        client: Any,
-        judge: Any = None,
+        client: ModelClient,
+        judge: ModelClient | None = None,
         ask_all: Callable[[list[ProbeRequest]], list[Answer]] | None = None,
     ):
         self.ev, self.client = ev, client

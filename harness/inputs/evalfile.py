@@ -397,7 +397,7 @@ def read_eval(
             raise InputError(p, f"scenario id {scenario.id!r} is also used by {seen[scenario.id]}", None, "id")
         seen[scenario.id] = p
     chosen = _chosen(
-        doc, "scenario_ids", "scenario", spec.scenario_ids, list(seen), scenario_ids and blame("scenario_ids")
+        doc, "scenario_ids", "scenario", spec.scenario_ids, list(seen), blame("scenario_ids") if scenario_ids else None
     )
     scenarios = [s for s in scenarios if s.id in chosen]
 
@@ -424,7 +424,7 @@ def read_eval(
         "prompt",
         spec.prompt_ids,
         [i for i in ids if i != (kept and kept.id)],
-        prompt_ids and blame("prompt_ids"),
+        blame("prompt_ids") if prompt_ids else None,
     )
     loaded = [p for p in loaded if p.id in chosen or p.id == (kept and kept.id)]
-    return EvalSource(spec, doc.path, doc, scenarios, loaded, kept and kept.id)
+    return EvalSource(spec, doc.path, doc, scenarios, loaded, kept.id if kept else None)

@@ -123,7 +123,10 @@ def _check_depth(text: str) -> None:
             depth += 1
             if depth > MAX_DEPTH:
                 raise yaml.composer.ComposerError(
-                    None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark
+                    None,
+                    None,
+                    f"nested more than {MAX_DEPTH} levels deep",
+                    event.start_mark,  # type: ignore[arg-type]  # libyaml's Mark: the same fields, another class
                 )
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1

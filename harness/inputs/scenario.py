@@ -7,7 +7,7 @@ JSON Schema, validation uses them, and docs/reference/scenario-format.md is gene
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -337,7 +337,7 @@ class Turn(_Strict):
         if reply is None:
             return messages
         ids = [f"toolu_{index:04d}_{i}" for i in range(len(reply.tool_calls))]  # stable, for the cache
-        first = [{"type": "text", "text": reply.text}] if reply.text else []
+        first: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
         first += [
             {"type": "tool_use", "id": i, "name": c.tool, "input": c.input} for i, c in zip(ids, reply.tool_calls)
         ]
@@ -394,7 +394,7 @@ class Scenario(_Strict):
         return [m for index, turn in enumerate(self.turns) for m in turn.messages(index)]
 
 
-def _check_distinctive(doc: LocatedYaml, loc: Loc, fields: dict[str, list[str | None]]) -> None:
+def _check_distinctive(doc: LocatedYaml, loc: Loc, fields: Mapping[str, Sequence[str | None]]) -> None:
     """Values a phrase-matched answer is scored against must be more than common words ("the",
     "yes"): any answer would state them, so the fact would be recalled or confused by anything."""
     for field, values in fields.items():
@@ -567,6 +567,6 @@ def load_scenario(path: str | Path) -> Scenario:
     doc = load_yaml(path)
     if not isinstance(doc.data, dict):
         raise InputError(path, "a scenario is a mapping with id, description and turns", 1)
-    scenario = doc.validate(Scenario)
+    scenario: Scenario = doc.validate(Scenario)
     _check(doc, scenario)
     return scenario
