@@ -289,7 +289,7 @@ def register(commands) -> None:
     importer.add_argument(
         "format",
         choices=["locomo", *AGENT_FORMATS, *plugins.installed("importers")],
-        help="the logs' format (or one an installed package adds)",
+        help="the logs' format, ours or an installed package's",
     )
     importer.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the logs (or LoCoMo files) to import")
     importer.add_argument("--out", type=Path, required=True, help="folder for the scenario files")
