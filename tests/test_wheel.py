@@ -2,13 +2,16 @@
 prompts and templates; installed into a fresh virtual environment, `harness init` in an empty
 folder writes a starter that validates and runs on the embedded model."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+import test_plugins
 
 ROOT = Path(__file__).parents[1]
 
@@ -73,6 +76,36 @@ def test_installed_into_a_fresh_venv_init_validate_and_run_outside_the_repositor
     run_dir = next((repo / "results" / "runs").iterdir())
     assert "baseline recorded" in run("baseline", str(run_dir))
     assert (repo / "results" / "baselines" / "compaction-gate" / "retention.jsonl").is_file()
+
+    # An eval copied from this repository with its scenarios validates there: its prompts are named.
+    shutil.copytree(ROOT / "scenarios" / "agent-gate", repo / "scenarios" / "agent-gate")
+    shutil.copy(ROOT / "evals" / "agent-gate.yaml", repo / "evals" / "agent-gate.yaml")
+    assert "evals/agent-gate.yaml: ok (12 scenarios, 2 prompts" in run("validate", "evals/agent-gate.yaml")
+
+    # A package of plugins installed into that environment: its strategy, matcher and importer are
+    # found by entry point and run, the strategy and matcher on the embedded model.
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "userlines.py").write_text(test_plugins.PLUGIN)
+    (plugin / "userlines_broken.py").write_text("raise RuntimeError('this plugin is broken')\n")
+    (plugin / "pyproject.toml").write_text(test_plugins.PYPROJECT)
+    subprocess.run(pip + ["--no-deps", str(plugin)], check=True, capture_output=True)
+    (repo / "scenarios" / "plugged.yaml").write_text(test_plugins.SCENARIO.format(match="shouting"))
+    (repo / "evals" / "plugged.yaml").write_text(
+        "name: plugged\nscenarios: [../scenarios/plugged.yaml]\nbudgets: [10]\nprompts: [seed]\n"
+        "strategies: [user-lines]\nreply_max_tokens: 24\nprobe: {max_tokens: 16}\n"
+    )
+    run("run", "evals/plugged.yaml", "--quiet", "--results", "plugged")
+    run_dir = next((repo / "plugged" / "runs").iterdir())
+    compactions = [json.loads(line) for line in (run_dir / "compactions.jsonl").read_text().splitlines()]
+    assert compactions and all(c["strategy"] == "user-lines" for c in compactions)
+    assert any("HELIOS" in (c["summary"] or "") for c in compactions)  # the user's line, kept by the plugin
+    retained = [json.loads(line) for line in (run_dir / "retention.jsonl").read_text().splitlines()]
+    assert [r["retained"] for r in retained] == [True] * len(retained) and retained  # scored by `shouting`
+    records = [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
+    assert records and not any(r["error"] for r in records)
+    (repo / "log.txt").write_text("Build it.\n$ make\nNow test.\n$ make test\n")
+    assert "wrote 1 scenario" in run("import", "transcript", "log.txt", "--out", "scenarios/imported")
 
 
 def test_a_release_takes_its_version_from_the_tag(tmp_path):
