@@ -1,14 +1,17 @@
-"""Regenerate the documentation's pictures from a real run: docs/images/report.png (the top of the
-HTML report: the headline, the tables and the first plot) and docs/images/explorer.png (the fact
-explorer with one fact opened), screenshots in headless Chromium (Debian's; see
-scripts/install-chromium.sh), and docs/images/compaction.png, a diagram of one case's compaction
-drawn with matplotlib (which turns were folded, which stayed verbatim, where each fact was).
+"""Regenerate the documentation's pictures from real runs: docs/images/report.png (the top of the
+HTML report: the headline, the tables, the paired comparison) from a run whose comparison is
+decided, such as the agent gate's baseline run; docs/images/explorer.png (the fact explorer with
+one fact opened) and docs/images/compaction.png (a diagram of one case's compaction drawn with
+matplotlib: which turns were folded, which stayed verbatim, where each fact was) from a run with
+probes, such as the one `make demo` writes. Screenshots in headless Chromium (Debian's; see
+scripts/install-chromium.sh).
 
-Usage: python scripts/docs_images.py RUN_DIR   (a run with probes, e.g. the one `make demo` writes)
+Usage: python scripts/docs_images.py [--report RUN_DIR] [--probes RUN_DIR]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -151,25 +154,37 @@ def draw_compaction(run_dir: Path, png: Path) -> None:
     plt.close(figure)
 
 
-def main(run_dir: Path) -> None:
+def main(report_run: Path | None, probes_run: Path | None) -> None:
     from harness.records import read_jsonl
     from harness.reports.formats import write_report
 
-    report = write_report(run_dir)["html"]
-    record = next(r for r in read_jsonl(run_dir / "records.jsonl") if r["strategy"] == "summary" and r["compactions"])
     IMAGES.mkdir(parents=True, exist_ok=True)
+    written = []
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
-        shoot(report, IMAGES / "report.png", "1100,1500", work)
-        explorer = work / "explorer.html"
-        explorer.write_text(report.read_text().replace("</body>", EXPLORER.replace("FACT", json.dumps(record["fact"]))))
-        shoot(explorer, IMAGES / "explorer.png", "1100,1100", work)
-    draw_compaction(run_dir, IMAGES / "compaction.png")
-    for name in ("report.png", "explorer.png", "compaction.png"):
+        if report_run:
+            shoot(write_report(report_run, work / "report")["html"], IMAGES / "report.png", "1100,1100", work)
+            written.append("report.png")
+        if probes_run:
+            report = write_report(probes_run, work / "probes")["html"]
+            records = read_jsonl(probes_run / "records.jsonl")
+            record = next(r for r in records if r["strategy"] == "summary" and r["compactions"])
+            explorer = work / "explorer.html"
+            explorer.write_text(
+                report.read_text().replace("</body>", EXPLORER.replace("FACT", json.dumps(record["fact"])))
+            )
+            shoot(explorer, IMAGES / "explorer.png", "1100,1100", work)
+            draw_compaction(probes_run, IMAGES / "compaction.png")
+            written += ["explorer.png", "compaction.png"]
+    for name in written:
         print(f"{IMAGES / name}: {(IMAGES / name).stat().st_size:,} bytes")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(Path(sys.argv[1]).resolve())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", type=Path, metavar="RUN_DIR", help="the run whose report becomes report.png")
+    parser.add_argument("--probes", type=Path, metavar="RUN_DIR", help="a run with probes: explorer and diagram")
+    args = parser.parse_args()
+    if not (args.report or args.probes):
+        parser.error("give --report, --probes or both")
+    main(args.report and args.report.resolve(), args.probes and args.probes.resolve())

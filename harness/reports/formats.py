@@ -64,12 +64,17 @@ def text_report(run_dir: str | Path) -> str:
     return "\n\n".join(sections)
 
 
+def _title(run: Run) -> str:
+    """What the run measured: recall needs probes; without them it measured what summaries retained."""
+    return f"Compaction {'recall' if not run.records.empty else 'retention'}: {run.about.name}"
+
+
 def markdown_report(run_dir: str | Path) -> str:
     return _markdown(load_run(run_dir))
 
 
 def _markdown(run: Run) -> str:
-    parts = [f"### Compaction recall: {run.about.name}", _headline(run)]
+    parts = [f"### {_title(run)}", _headline(run)]
     for table, data in tables(run):
         parts += [f"**{table.title}**", markdown_table(data)]
     return "\n\n".join(parts) + "\n"
@@ -91,7 +96,7 @@ def html_report(run_dir: str | Path) -> str:
 def _html(run: Run) -> str:
     e = html.escape
     name = e(run.about.name)
-    sections = [f"<h1>Compaction recall: {name}</h1>", *(f"<p>{e(line)}</p>" for line in _headline(run).splitlines())]
+    sections = [f"<h1>{e(_title(run))}</h1>", *(f"<p>{e(line)}</p>" for line in _headline(run).splitlines())]
     for table, data in tables(run):
         sections += [f"<h2>{e(table.title)}</h2>", f'<div class="wide">{html_table(data)}</div>']
         if table.plot and (figure := table.plot(run)) is not None:
