@@ -1,7 +1,7 @@
 """One registration mechanism for everything the harness looks up by name: compaction strategies,
-matchers, log importers, action keys and embedded models. This package registers its own in a
-`Registry` (`add`, or `register` as a decorator); another package adds its own without this
-repository changing, by entry point. In the extending package's pyproject.toml:
+matchers, log importers, action keys and embedded models. This package lists its own where it
+makes a `Registry` (`Registry("matchers", {"exact": ..., ...})`); another package adds its own
+without this repository changing, by entry point. In the extending package's pyproject.toml:
 
     [project.entry-points."compaction_harness.strategies"]
     my-compactor = "my_package.compaction:my_compactor"
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from importlib import metadata
 from typing import Any, Generic, TypeVar
 
@@ -76,16 +76,6 @@ class Registry(Generic[T], Mapping[str, T]):
         self.kind = kind
         self.own: dict[str, T] = dict(own or {})
         self._loaded: dict[str, T] = {}
-
-    def add(self, name: str, thing: T) -> T:
-        if name in self.own:
-            raise ValueError(f"{self.kind}: {name!r} is registered twice")
-        self.own[name] = thing
-        return thing
-
-    def register(self, name: str) -> Callable[[T], T]:
-        """A decorator: `@TARGETS.register("apply_patch")` above the function."""
-        return lambda thing: self.add(name, thing)
 
     def plugins(self) -> list[str]:
         """Other packages' names of this kind, not yet imported."""
