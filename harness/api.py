@@ -94,5 +94,5 @@ def gate(candidate: Run, baseline: str | Path, *, against: str | None = None, **
     """The gate's verdict on a candidate run against a recorded baseline folder, with the thresholds
     the candidate's eval file set (its `gate:`), overridden by `thresholds` (max_drop=0.05, ...).
     Raises `CannotJudge` when the two cannot be compared at all."""
-    settings = GateSettings(**{**_gate.manifest_settings(candidate.about).model_dump(), **thresholds})
+    settings = _gate.manifest_settings(candidate.about, **thresholds)
     return _gate.evaluate(_gate.load_baseline(Path(baseline)), candidate, settings, against)

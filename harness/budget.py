@@ -37,15 +37,20 @@ class Budget:
         """A share of each scenario's scripted history rather than a size in units."""
         return self.text.endswith("%")
 
+    @property
+    def amount(self) -> float:
+        """Units, or percent of the scripted history."""
+        return float(self.text.rstrip("%"))
+
     def limit(self, scripted_size: int) -> int:
         """The size in units a history must fit, for a scenario whose scripted history is `scripted_size`."""
         if not self.is_share:
-            return int(self.text)
-        return max(1, round(float(self.text[:-1]) / 100 * scripted_size))
+            return int(self.amount)
+        return max(1, round(self.amount / 100 * scripted_size))
 
     def sort_key(self) -> tuple[bool, float]:
         """Absolute budgets first, each kind by size."""
-        return (self.is_share, float(self.text.rstrip("%")))
+        return (self.is_share, self.amount)
 
     def __str__(self) -> str:
         return self.text

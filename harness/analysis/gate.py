@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -426,6 +427,7 @@ def detectable_drops(baseline: Run, settings: GateSettings) -> dict[str, float |
     return drops
 
 
-def manifest_settings(about: Manifest) -> GateSettings:
-    """The gate's thresholds a run was made with (its eval file's `gate:`; defaults for older runs)."""
-    return GateSettings(**about.setting("gate", {}))
+def manifest_settings(about: Manifest, **overrides: Any) -> GateSettings:
+    """The gate's thresholds a run was made with (its eval file's `gate:`; defaults for older runs),
+    each of `overrides` (a flag's, an API caller's) in place of the file's, validated as the file's are."""
+    return GateSettings(**{**about.setting("gate", {}), **overrides})

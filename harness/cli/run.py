@@ -66,12 +66,11 @@ def gate_settings(args: argparse.Namespace, about):
     from pydantic import ValidationError
 
     from ..analysis.gate import manifest_settings
-    from ..inputs.evalfile import GateSettings
 
     names = ("max_drop", "max_kind_drop", "alpha", "floor", "max_error_rate", "max_summary_growth", "max_cap_increase")
     given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     try:
-        return GateSettings(**{**manifest_settings(about).model_dump(), **given})
+        return manifest_settings(about, **given)
     except ValidationError as exc:
         error = exc.errors()[0]
         raise InputError(f"--{str(error['loc'][0]).replace('_', '-')}", describe_error(error)) from None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..inputs.probes import Probe
 from ..messages import Message
 from ..records.schema import ActionRecord, CaseRow, CompactionRecord, RetentionRecord
-from .agent import Agent, with_cache_breakpoint
+from .agent import Agent
 from .cases import Case
 
 
@@ -53,15 +53,3 @@ class ProbeRequest:
     def history(self) -> list[Message]:
         """What the agent held when asked: its messages before the probe question."""
         return self.agent.messages[:-1]
-
-
-def probe_request(agent: Agent, fact: Probe, played: PlayedCase, max_tokens: int, prompt_caching: bool) -> ProbeRequest:
-    """A fork of the agent as it stands, asked the fact's question (compaction off while it answers:
-    a probe measures the history as it is)."""
-    fork = agent.fork()
-    fork.strategy = None
-    fork.max_tokens = max_tokens
-    if prompt_caching:
-        fork.messages = with_cache_breakpoint(fork.messages)
-    fork.messages.append({"role": "user", "content": fact.question})
-    return ProbeRequest(fact=fact, agent=fork, compactions=len(played.compactions), turns=len(played.starts))

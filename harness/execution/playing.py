@@ -19,12 +19,12 @@ from ..records.schema import CaseRow, CompactionEvent, CompactionRecord, Retenti
 from ..scoring.affirmation import prohibits
 from ..scoring.matchers import SetMatch, states_about
 from . import behaviour
-from .agent import Agent, Tool, ToolRegistry
+from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
 from .cases import Case, first_unedited_turn, first_verbatim_turn
 from .evals import Eval
 from .failures import RECORDED_ERRORS, describe_error
 from .next_step import next_step
-from .played import PlayedCase, probe_request
+from .played import PlayedCase, ProbeRequest
 
 
 @dataclass
@@ -57,6 +57,24 @@ class CasePlayer:
         self.subjects = {s.id: tuple(p.subject for p in every_fact[s.id] if p.subject) for s in ev.scenarios}
         self._situations: dict[tuple[str, int], behaviour.Situation] = {}
         self._scripted_sizes: dict[str, int] = {}
+        spec, clearing = ev.spec, ev.spec.tool_results
+        inputs = clearing.clear_tool_inputs
+        # The eval's settings, the same for every case; a case adds its prompt (`_agent`).
+        self.settings = CompactionSettings(
+            summary_prompt="",
+            keep_recent=spec.keep_recent,
+            summary_max_tokens=spec.summary_max_tokens,
+            unit=spec.unit,
+            max_transcript_chars=spec.summary_transcript_chars,
+            layout=spec.summary_layout,
+            cut=spec.cut,
+            tool_results=ToolClearing(
+                keep=clearing.keep,
+                exclude_tools=tuple(clearing.exclude_tools),
+                clear_tool_inputs=tuple(inputs) if isinstance(inputs, list) else inputs,
+                clear_at_least=clearing.clear_at_least,
+            ),
+        )
 
     def scripted_size(self, scenario: Scenario) -> int:
         """The scenario's uncompacted history, live replies excluded; measured once per run
@@ -66,26 +84,8 @@ class CasePlayer:
         return self._scripted_sizes[scenario.id]
 
     def _agent(self, case: Case, scenario: Scenario, limit: int | None) -> Agent:
-        spec = self.ev.spec
         prompt = self.prompts.get(case.prompt)
-        clearing = spec.tool_results
-        inputs = clearing.clear_tool_inputs
-        settings = CompactionSettings(
-            summary_prompt=prompt.text if prompt else "",
-            keep_recent=spec.keep_recent,
-            summary_max_tokens=spec.summary_max_tokens,
-            unit=spec.unit,
-            max_transcript_chars=spec.summary_transcript_chars,
-            layout=spec.summary_layout,
-            prompt_id=prompt.id if prompt else None,
-            cut=spec.cut,
-            tool_results=ToolClearing(
-                keep=clearing.keep,
-                exclude_tools=tuple(clearing.exclude_tools),
-                clear_tool_inputs=tuple(inputs) if isinstance(inputs, list) else inputs,
-                clear_at_least=clearing.clear_at_least,
-            ),
-        )
+        settings = replace(self.settings, summary_prompt=prompt.text, prompt_id=prompt.id) if prompt else self.settings
         strategy = self.ev.strategy(case.strategy).compact  # None: the history is never compacted
         tools = ToolRegistry(
             [
@@ -102,9 +102,20 @@ class CasePlayer:
             limit=limit,
             strategy=strategy,
             settings=settings,
-            max_tokens=spec.reply_max_tokens,
+            max_tokens=self.ev.spec.reply_max_tokens,
             output_stream=io.StringIO(),
         )
+
+    def probe_request(self, agent: Agent, fact: Probe, played: PlayedCase) -> ProbeRequest:
+        """A fork of the agent as it stands, asked the fact's question (compaction off while it
+        answers: a probe measures the history as it is)."""
+        fork = agent.fork()
+        fork.strategy = None
+        fork.max_tokens = self.ev.spec.probe.max_tokens
+        if self.prompt_caching:
+            fork.messages = with_cache_breakpoint(fork.messages)
+        fork.messages.append({"role": "user", "content": fact.question})
+        return ProbeRequest(fact=fact, agent=fork, compactions=len(played.compactions), turns=len(played.starts))
 
     def play(self, case: Case) -> PlayedCase:
         """Play the scenario's turns through a fresh agent, compacting as the agent would; a
@@ -137,9 +148,7 @@ class CasePlayer:
                     if not turn.continues or agent.settings.cut == "steps" or turn.recorded_summary is not None:
                         self._compact(agent, index, played, scenario)
                     for fact in asked_before.get(index, []):  # what was the agent about to do?
-                        played.early[fact.fact_id] = probe_request(
-                            agent, fact, played, self.ev.spec.probe.max_tokens, self.prompt_caching
-                        )
+                        played.early[fact.fact_id] = self.probe_request(agent, fact, played)
                     if turn.assistant is None:
                         agent.messages.append({"role": "user", "content": turn.user})
                         played.starts.append(agent.messages[-1])

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..inputs.probes import Probe, probes
+from ..inputs.probes import probes
 from ..models.client import ModelClient, Usage
 from ..records.schema import ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord
 from .answers import Scorer, ask
 from .cases import Case, probed_facts
 from .evals import Eval
-from .played import PlayedCase, ProbeRequest, probe_request
+from .played import PlayedCase, ProbeRequest
 from .playing import CasePlayer
 
 Answer = tuple[str | None, str | None, Usage]  # the answer, or the error that stopped it; its cost
@@ -37,29 +37,17 @@ class CaseRunner:
         self.player = CasePlayer(ev, client, self.facts, {s.id: probes(s) for s in ev.scenarios})
         self.scorer = Scorer(ev, judge)
         self.ask_all = ask_all or (lambda requests: list(map(ask, requests)))
-
-    def play(self, case: Case) -> PlayedCase:
-        return self.player.play(case)
+        self.play: Callable[[Case], PlayedCase] = self.player.play
+        self.score: Callable[..., ProbeRecord] = self.scorer.score  # (played, fact, answer, error, usage)
 
     def probe_requests(self, played: PlayedCase) -> list[ProbeRequest]:
         """One request per probed fact, each from its own copy of the case's history: as it stood
         when the fact is asked (`probe_at`), else at the end."""
         assert played.agent is not None, "a failed case has no history to probe"
         return [
-            played.early.get(fact.fact_id)
-            or probe_request(played.agent, fact, played, self.ev.spec.probe.max_tokens, self.player.prompt_caching)
+            played.early.get(fact.fact_id) or self.player.probe_request(played.agent, fact, played)
             for fact in self.facts[played.case.scenario]
         ]
-
-    def score(
-        self,
-        played: PlayedCase,
-        fact: Probe,
-        answer: str | None = None,
-        error: str | None = None,
-        usage: Usage = Usage(),
-    ) -> ProbeRecord:
-        return self.scorer.score(played, fact, answer, error, usage)
 
     def run(self, case: Case) -> CaseRecords:
         """The case's probe records, compaction records, retention records and next-action records."""

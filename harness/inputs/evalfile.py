@@ -299,8 +299,8 @@ def _read_prompt(name: str, base: Path, origin: str | Path, line: int | None, fi
     (the eval file's line, or the flag)."""
     path = base / name
     bare = "/" not in name and "\\" not in name and not name.endswith(".txt")
-    if not path.is_file() and bare and shipped("prompts", f"{name}.txt").is_file():
-        path = shipped("prompts", f"{name}.txt")
+    if not path.is_file() and bare and (ours := shipped("prompts", f"{name}.txt")).is_file():
+        path = ours
     if not path.is_file():
         names = f"; or name a shipped prompt: {', '.join(shipped_prompt_names())}" if bare else ""
         raise InputError(origin, f"summary prompt file {name!r} not found (looked for {path}){names}", line, field)
