@@ -11,8 +11,10 @@ from fakes import FakeClient
 from test_run import oracle
 
 from harness.cli import main
+from harness.errors import InputError
 from harness.execution.evals import load_eval
 from harness.execution.executors import run_eval
+from harness.records import read_jsonl
 
 
 @pytest.fixture
@@ -189,3 +191,19 @@ def test_compare_of_runs_with_nothing_in_common_is_an_error(eval_file, tmp_path,
     assert main(["compare", str(first), str(second)]) == 1
     err = capsys.readouterr().err
     assert "nothing pairs up" in err and err.count("\n") == 1
+
+
+def test_a_run_killed_while_writing_its_first_manifest_resumes_from_the_start(eval_file, tmp_path):
+    """Killed between its folder and its manifest (a half-written manifest.tmp beside the lock):
+    nothing ran, so resuming runs everything there; anything else without a manifest is refused."""
+    whole = _finished_run(eval_file, tmp_path / "whole")
+    folder = tmp_path / "killed"
+    folder.mkdir()
+    (folder / "run.lock").write_text("")
+    (folder / "manifest.tmp").write_text('{"eval": {"na')
+    resumed = run_eval(load_eval(eval_file), FakeClient(oracle), tmp_path, progress=False, resume=folder)
+    assert resumed == folder and (folder / "manifest.json").exists()
+    assert len(read_jsonl(folder / "records.jsonl")) == len(read_jsonl(whole / "records.jsonl"))
+    (folder / "manifest.json").unlink()
+    with pytest.raises(InputError, match="not a run folder"):
+        run_eval(load_eval(eval_file), FakeClient(oracle), tmp_path, progress=False, resume=folder)

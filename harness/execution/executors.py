@@ -222,9 +222,11 @@ def _run_in_waves(
 def _resumed(folder: RunFolder, about: Manifest) -> Manifest:
     """The manifest of the run being resumed (refused if the experiment changed since it started)."""
     if not (folder.path / "manifest.json").exists():
-        if {p.name for p in folder.path.iterdir()} - {"run.lock"}:
+        # Killed between creating its folder and writing its manifest (a half-written `.tmp` at most):
+        # nothing ran, so the run starts here.
+        if {p.name for p in folder.path.iterdir() if p.suffix != ".tmp"} - {"run.lock"}:
             raise InputError(folder.path, "not a run folder (no manifest.json)")
-        return about  # killed between creating its folder and writing its manifest: nothing ran
+        return about
     previous = load_manifest(folder.path)
     if not previous.same_experiment(about):
         raise InputError(
