@@ -6,10 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint gate models docs docs-serve clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements/frameworks.lock
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,langchain,docs]'
+	$(BIN)/pip install --quiet --require-hashes -r requirements/frameworks.lock
+	$(BIN)/pip install --quiet -e '.[test,langchain,inspect,docs]'
 	touch $(STAMP)
 
 # The embedded models' weights, verified by their SHA-256: Qwen2.5-Coder-1.5B (the default, assembled

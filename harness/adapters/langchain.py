@@ -3,7 +3,7 @@
     strategies: [harness.adapters.langchain:summarization]        # LangChain's own summary prompt
     strategies: [harness.adapters.langchain:summarization_with_prompt]  # sweeps the eval's prompts
 
-Install with `pip install 'harness[langchain]'`. The middleware runs unchanged; the adapter only
+Install with `pip install 'compaction-harness[langchain]'`. The middleware runs unchanged; the adapter only
 translates: our messages become LangChain messages (ids are their positions, so the messages
 LangChain keeps map back to ours exactly), its chat model is `HarnessChatModel` over the metered
 client (so every summary call is cached, counted and recorded), it triggers at the eval's budget
@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT, SummarizationMiddleware
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+try:
+    from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT, SummarizationMiddleware
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+except ImportError as exc:  # the one line a user needs, instead of a traceback into our imports
+    raise ImportError(f"LangChain is not installed ({exc}): pip install 'compaction-harness[langchain]'") from None
 
 from ..compaction.context import CompactionContext
 from ..compaction.custom import Compactor

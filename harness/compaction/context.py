@@ -9,8 +9,9 @@ records what it did (`record`) and says it (`say`). Every value here is built by
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TextIO
+from typing import Any, Literal, Protocol, TextIO
 
 from ..messages import Message, measure
 from ..models.client import ModelClient
@@ -56,6 +57,8 @@ class CompactionSettings:
     cut: Literal["turns", "steps", "recorded"] = "turns"
     recorded_summary: str | None = None  # the log's own summary at this point (set by the runner)
     tool_results: ToolClearing = ToolClearing()
+    # The eval's `strategy_options` for the strategy being run (only those it declares it takes).
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

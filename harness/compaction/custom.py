@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import plugins
 from ..errors import InputError
-from ..messages import Message, content_text
+from ..messages import Message, render_message
 from ..models.client import ModelClient, ModelError, Usage, usage_of
 from ..records.schema import CompactionEvent
 from .context import CompactionContext, Strategy
@@ -36,10 +36,13 @@ UserFunction = Callable[..., Any]
 class Compactor:
     """A compaction function with the options it declares, as data: what a `module:function` or a
     plugin's entry point may name instead of a bare function. `uses_prompt`: the strategy sweeps the
-    eval's summary prompts, receiving each as `context.settings.summary_prompt`."""
+    eval's summary prompts, receiving each as `context.settings.summary_prompt`; `options`: the
+    names of the settings it accepts from the eval."""
 
     function: UserFunction
     uses_prompt: bool = False
+    # The settings it takes from the eval's `strategy_options` (as `context.settings.options`).
+    options: frozenset[str] = frozenset()
 
     def __call__(self, *args: Any) -> Any:  # still callable as the function it declares
         return self.function(*args)
@@ -123,7 +126,8 @@ def _what_changed(
     if kept == len(messages) and len(result) == len(messages):
         return None
     new = result[: len(result) - kept]  # what now stands where the folded messages were
-    text = "\n".join(t for t in (content_text(m["content"]) for m in new) if t.strip())
+    # Text as it stands; of block messages, their rendering, so tool calls an edit kept still count.
+    text = "\n".join(t for t in (_text_of(m) for m in new) if t.strip())
     spent = metered.usage
     return CompactionEvent(
         strategy=name,
@@ -141,6 +145,11 @@ def _what_changed(
         replaced_with=len(new),
         capped=metered.capped if metered.requests else None,
     )
+
+
+def _text_of(message: Message) -> str:
+    content = message["content"]
+    return content if isinstance(content, str) else render_message(message)
 
 
 def is_contextual(function: UserFunction) -> bool:
