@@ -4,7 +4,7 @@ compaction at the top of every user turn (seed agent-010)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
@@ -26,14 +26,17 @@ class Tool:
     run: Callable[..., str]
 
 
+def schemas(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """The tools as a Messages API request offers them."""
+    return [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
+
+
 class ToolRegistry:
     def __init__(self, tools: list[Tool] = ()):
         self.tools = {tool.name: tool for tool in tools}
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [
-            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in self.tools.values()
-        ]
+        return schemas(self.tools.values())
 
     def call(self, tool_use: dict[str, Any]) -> dict[str, Any]:
         """Run one tool call; a failing or unknown tool becomes an error result, not a crash."""

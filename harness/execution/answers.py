@@ -9,11 +9,12 @@ from dataclasses import asdict
 from typing import Any
 
 from ..inputs.probes import Probe
-from ..messages import render_message
+from ..messages import Message, render_message
 from ..models.client import Usage
 from ..records.schema import OVERFLOWED, ProbeRecord
 from ..scoring.matchers import SetMatch, states
 from ..scoring.verdict import verdict
+from . import recovery
 from .cases import first_verbatim_turn
 from .evals import Eval
 from .failures import RECORDED_ERRORS, describe_error
@@ -43,9 +44,11 @@ class Scorer:
         answer: str | None = None,
         error: str | None = None,
         usage: Usage = Usage(),
+        answering: list[Message] | None = None,
     ) -> ProbeRecord:
         """The probe record of one answer (or of the error that replaced it): where the fact was
-        at probe time, the verdict, and the judge's word on a `forgot`."""
+        at probe time, the verdict, and the judge's word on a `forgot`. `answering`: the messages
+        after the question (the recovery arm's searches are read from them)."""
         expected = fact.target.expected
         error = error or played.error
         record = ProbeRecord(
@@ -80,6 +83,15 @@ class Scorer:
             usage.cached,
         )
         record.tool_calls_from_text = usage.tool_calls_from_text
+        if self.ev.strategy(played.case.strategy).recovery and answering is not None:
+            searches = recovery.searches_in(answering)
+            record.searches, record.requests = (
+                len(searches.queries),
+                sum(1 for m in answering if m["role"] == "assistant"),
+            )
+            record.found_by_search = (
+                None if expected is None else searches.found(lambda text: states(text, expected, within=True))
+            )
         if self.judge is not None and record.verdict == "forgot" and expected is not None:
             try:
                 record.judge = judge_says_recalled(self.judge, fact.question, fact.target, answer)

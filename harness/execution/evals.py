@@ -3,7 +3,7 @@ compaction functions, built-in (`compaction.registry`) or the user's own `module
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from ..compaction.registry import STRATEGIES, StrategySpec, custom_strategy
 from ..errors import did_you_mean
 from ..inputs.evalfile import EvalSource, read_eval
 from ..models.backends import default_summary_layout, is_local
+from ..records.schema import RECOVERY
 
 
 @dataclass
@@ -47,17 +48,23 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
     custom = {}
     installed = plugins.installed("strategies")  # other packages' strategies, by entry point
     for i, name in enumerate(spec.strategies):
-        if ":" in name or (name not in STRATEGIES and name in installed):
-            custom[name] = import_strategy(name, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
-        elif name not in STRATEGIES:
+        base = name.removesuffix(RECOVERY)
+        if ":" in base or (base not in STRATEGIES and base in installed):
+            custom[name] = import_strategy(base, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
+        elif base not in STRATEGIES:
             known = [*STRATEGIES, *installed]
             raise doc.error(
                 ("strategies",),
-                f"unknown strategy {name!r}: use one of {', '.join(known)}, module:function, or install "
+                f"unknown strategy {base!r}: use one of {', '.join(known)}, module:function, or install "
                 "a package that adds it (see Strategies and alternatives)",
             )
+        elif name != base and STRATEGIES[base].compact is None:
+            raise doc.error(("strategies", i), f"{name}: {base} never compacts, so there is nothing to search")
     strategies = {
-        name: custom_strategy(name, custom[name]) if name in custom else STRATEGIES[name] for name in spec.strategies
+        name: _recovering(
+            name, custom_strategy(name, custom[name]) if name in custom else STRATEGIES[name.removesuffix(RECOVERY)]
+        )
+        for name in spec.strategies
     }
     for name, strategy in strategies.items():
         where = (
@@ -82,7 +89,25 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
             raise doc.error(
                 ("unit",), f"{name} sends its budget to the server as an input-token trigger: set unit: tokens"
             )
+    _check_options(source, strategies, custom)
     needs_prompt = [name for name, s in strategies.items() if s.uses_prompt and name not in custom]
     if needs_prompt and not source.prompts:
         raise doc.error(("prompts",), f"the {needs_prompt[0]} strategy needs at least one prompt file")
     return Eval(**vars(source), strategies=strategies, custom=custom, skipped=skipped)
+
+
+def _check_options(source: EvalSource, strategies: dict[str, StrategySpec], custom: dict[str, Compactor]) -> None:
+    """Each of `strategy_options` names one of the eval's strategies and only settings it takes."""
+    for name, options in source.spec.strategy_options.items():
+        if name not in strategies:
+            raise source.doc.error(("strategy_options", name), f"{name!r} is not one of this eval's strategies")
+        accepted = custom[name].options if name in custom else frozenset()
+        for option in options:
+            if option not in accepted:
+                takes = f"it takes {', '.join(sorted(accepted))}" if accepted else "it takes none"
+                raise source.doc.error(("strategy_options", name, option), f"{name} has no setting {option!r}: {takes}")
+
+
+def _recovering(name: str, spec: StrategySpec) -> StrategySpec:
+    """`<strategy>+recovery`: the strategy as it is, its agent offered a search over what it folded."""
+    return replace(spec, name=name, recovery=True) if name.endswith(RECOVERY) else spec

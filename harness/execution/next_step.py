@@ -19,8 +19,9 @@ from ..messages import Message, strings_in
 from ..models.client import ModelClient, usage_of
 from ..records.schema import ActionRecord, CaseRow, RetentionRecord
 from . import actions, behaviour
-from .agent import Agent
+from .agent import MAX_TOOL_ROUNDS, Agent, Tool, ToolRegistry, schemas
 from .failures import RECORDED_ERRORS, describe_error
+from .recovery import SEARCH_TOOL, SYSTEM_NOTE
 
 
 def next_step(
@@ -34,10 +35,12 @@ def next_step(
     at: behaviour.Situation,
     row: CaseRow,
     compaction: int,
+    search: Tool | None = None,
 ) -> ActionRecord:
     """The record of the case's compaction number `compaction`, before `turn`: the agent holds the
     compacted history, `full` the history as played, `retained` what the compaction's summary kept,
-    `at` the situation the behaviour checks read."""
+    `at` the situation the behaviour checks read. `search`: the recovery arm's search over what was
+    folded, which the compacted agent may call (up to its cap) before the step it takes."""
     next_turn = scenario.turns[turn]
     line = [] if next_turn.continues else [{"role": "user", "content": next_turn.user}]
     tools = agent.tools.schemas()
@@ -49,14 +52,27 @@ def next_step(
         **asdict(row), fact=f"cut-{turn}", compaction=compaction, before_turn=turn, log=log.key if log else None
     )
 
-    def step(history: list[Message], sample: int) -> actions.Action:
-        reply = client.create(**request, messages=history + line, sample=sample, overrides=overrides)
-        usage = usage_of(reply)
-        if not usage.cached:  # what reached the model; a response-cache hit sent nothing
-            record.requests += 1
-            record.prompt_tokens_processed += usage.input_tokens
-            record.prompt_tokens_sent += usage.input_tokens + usage.cache_read_tokens
-        return actions.of_reply(reply.get("content") or [], tools, usage.tool_calls_from_text)
+    def step(history: list[Message], sample: int, search: Tool | None = None) -> actions.Action:
+        messages, asked = history + line, request
+        if search is not None:
+            record.searches = 0
+            asked = {**request, "system": agent.system + SYSTEM_NOTE, "tools": [*tools, *schemas([search])]}
+        for _ in range(MAX_TOOL_ROUNDS):
+            reply = client.create(**asked, messages=messages, sample=sample, overrides=overrides)
+            usage = usage_of(reply)
+            if not usage.cached:  # what reached the model; a response-cache hit sent nothing
+                record.requests += 1
+                record.prompt_tokens_processed += usage.input_tokens
+                record.prompt_tokens_sent += usage.input_tokens + usage.cache_read_tokens
+            content = reply.get("content") or []
+            calls = [b for b in content if b.get("type") == "tool_use"]
+            if search is None or not calls or calls[0]["name"] != SEARCH_TOOL:
+                return actions.of_reply(content, tools, usage.tool_calls_from_text)
+            # A search first: run it (and refuse anything else asked with it), then ask again.
+            record.searches = (record.searches or 0) + 1
+            results = [ToolRegistry([search]).call(call) for call in calls]
+            messages = [*messages, {"role": "assistant", "content": calls}, {"role": "user", "content": results}]
+        return actions.Action(None)
 
     sample = 2 * row.repeat  # each repeat its own pair of samples
     ceiling: actions.Action | None = None
@@ -66,7 +82,7 @@ def next_step(
     except RECORDED_ERRORS as exc:
         record.ceiling_error = describe_error(exc)
     try:
-        compacted = step(agent.messages, sample)
+        compacted = step(agent.messages, sample, search)
     except RECORDED_ERRORS as exc:
         record.error = describe_error(exc)
         return record

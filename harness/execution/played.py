@@ -48,8 +48,14 @@ class ProbeRequest:
     agent: Agent
     compactions: int
     turns: int
+    question_at: int  # where the question is in `agent.messages`
 
     @property
     def history(self) -> list[Message]:
         """What the agent held when asked: its messages before the probe question."""
-        return self.agent.messages[:-1]
+        return self.agent.messages[: self.question_at]
+
+    @property
+    def answering(self) -> list[Message]:
+        """What followed the question: the answer, and any tool calls made on the way to it."""
+        return self.agent.messages[self.question_at + 1 :]

@@ -18,7 +18,7 @@ from ..models.client import ModelClient
 from ..records.schema import CaseRow, CompactionEvent, CompactionRecord, RetentionRecord
 from ..scoring.affirmation import prohibits
 from ..scoring.matchers import SetMatch, states_about
-from . import behaviour
+from . import behaviour, recovery
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
 from .cases import Case, first_unedited_turn, first_verbatim_turn
 from .evals import Eval
@@ -86,6 +86,7 @@ class CasePlayer:
     def _agent(self, case: Case, scenario: Scenario, limit: int | None) -> Agent:
         prompt = self.prompts.get(case.prompt)
         settings = replace(self.settings, summary_prompt=prompt.text, prompt_id=prompt.id) if prompt else self.settings
+        settings = replace(settings, options=self.ev.spec.strategy_options.get(case.strategy, {}))
         strategy = self.ev.strategy(case.strategy).compact  # None: the history is never compacted
         tools = ToolRegistry(
             [
@@ -114,8 +115,16 @@ class CasePlayer:
         fork.max_tokens = self.ev.spec.probe.max_tokens
         if self.prompt_caching:
             fork.messages = with_cache_breakpoint(fork.messages)
+        if self.ev.strategy(played.case.strategy).recovery:
+            recovery.offer(fork, played.full, self.ev.spec.recovery)
         fork.messages.append({"role": "user", "content": fact.question})
-        return ProbeRequest(fact=fact, agent=fork, compactions=len(played.compactions), turns=len(played.starts))
+        return ProbeRequest(
+            fact=fact,
+            agent=fork,
+            compactions=len(played.compactions),
+            turns=len(played.starts),
+            question_at=len(fork.messages) - 1,
+        )
 
     def play(self, case: Case) -> PlayedCase:
         """Play the scenario's turns through a fresh agent, compacting as the agent would; a
@@ -211,8 +220,17 @@ class CasePlayer:
                             self._situation(scenario, turn),
                             played.row,
                             len(played.compactions) - 1,
+                            search=self._search(agent, played),
                         )
                     )
+
+    def _search(self, agent: Agent, played: PlayedCase) -> Tool | None:
+        """The recovery arm's search over what the agent's history folded, when the strategy has one."""
+        if not self.ev.strategy(played.case.strategy).recovery:
+            return None
+        return recovery.search_tool(
+            recovery.Archive(recovery.folded(played.full, agent.messages)), self.ev.spec.recovery
+        )
 
     def _situation(self, scenario: Scenario, turn: int) -> behaviour.Situation:
         """What the behaviour checks know before `turn`: the same for every case of the scenario."""

@@ -38,7 +38,7 @@ class CaseRunner:
         self.scorer = Scorer(ev, judge)
         self.ask_all = ask_all or (lambda requests: list(map(ask, requests)))
         self.play: Callable[[Case], PlayedCase] = self.player.play
-        self.score: Callable[..., ProbeRecord] = self.scorer.score  # (played, fact, answer, error, usage)
+        self.score: Callable[..., ProbeRecord] = self.scorer.score  # (played, fact, answer, error, usage, answering)
 
     def probe_requests(self, played: PlayedCase) -> list[ProbeRequest]:
         """One request per probed fact, each from its own copy of the case's history: as it stood
@@ -59,6 +59,7 @@ class CaseRunner:
         else:
             requests = self.probe_requests(played)
             records = [
-                self.score(played, request.fact, *answer) for request, answer in zip(requests, self.ask_all(requests))
+                self.score(played, request.fact, *answer, answering=request.answering)
+                for request, answer in zip(requests, self.ask_all(requests))
             ]
         return records, played.compactions, played.retention, played.actions

@@ -44,9 +44,23 @@ BudgetField = Annotated[
 
 def _strategy_name(name: str) -> str:
     # Which names exist is checked when the strategies are bound (`execution.evals`).
-    if not re.fullmatch(r"[a-z][a-z0-9-]*|[\w.]+:\w+", name):
-        raise ValueError(f"a strategy is a name such as summary, or module:function, not {name!r}")
+    if not re.fullmatch(r"([a-z][a-z0-9-]*|[\w.]+:\w+)(\+recovery)?", name):
+        raise ValueError(
+            f"a strategy is a name such as summary, or module:function, optionally +recovery, not {name!r}"
+        )
     return name
+
+
+class RecoverySettings(BaseModel):
+    """The recovery arm (`<strategy>+recovery`): the agent may search what compaction folded before
+    it answers a probe or takes its next step (docs/frameworks.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_searches: StrictInt = Field(default=3, ge=1, description="Searches allowed before each answer or step.")
+    results: StrictInt = Field(default=3, ge=1, description="Passages a search returns, best first.")
+    snippet_tokens: StrictInt = Field(
+        default=48, ge=8, le=64, description="About how many words of each passage, around its matches."
+    )
 
 
 class ProbeSettings(BaseModel):
@@ -181,7 +195,8 @@ class EvalFile(BaseModel):
     strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
         default=["summary", "none", "no-history"],
         min_length=1,
-        description="summary, none, truncate, no-history, or module:function (see docs/strategies.md).",
+        description="summary, none, truncate, no-history, or module:function (see docs/strategies.md); "
+        "any that compacts with +recovery: the agent may search what it folded (docs/frameworks.md).",
     )
     claude_strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
         default=[],
@@ -205,6 +220,11 @@ class EvalFile(BaseModel):
     keep_recent: StrictInt = Field(default=1, ge=0)
     tool_results: ToolResultSettings = Field(
         default_factory=ToolResultSettings, description="For strategies that clear old tool results in place."
+    )
+    strategy_options: dict[str, dict[str, Any]] = Field(
+        default={},
+        description="Settings for a strategy that takes them, by its name as listed under strategies "
+        "(for example Inspect AI's `keep_tool_uses`): which ones each takes is in docs/frameworks.md.",
     )
     repeats: StrictInt = Field(default=1, ge=1)
     temperature: StrictFloat = Field(default=0.0, ge=0, le=2)
@@ -257,6 +277,9 @@ class EvalFile(BaseModel):
     )
     prices: Prices | None = Field(default=None, description="Prices per million tokens, for `harness plan`.")
     probe: ProbeSettings = ProbeSettings()
+    recovery: RecoverySettings = Field(
+        default_factory=RecoverySettings, description="For strategies named with +recovery."
+    )
     next_action: Annotated[NextActionSettings, BeforeValidator(_next_action)] = Field(
         default_factory=NextActionSettings,
         description="true, or settings: measure whether the compacted agent "

@@ -30,6 +30,9 @@ OVERFLOWED = "context window exceeded"  # how an error that is a context overflo
 NO_SUMMARY = "the server returned no summary (compaction content null)"  # its own outcome, not the prompt's
 
 
+RECOVERY = "+recovery"  # a strategy named with it: the same strategy, the agent may search what it folded
+
+
 def variant(strategy: str, prompt: str | None) -> str:
     """A row's label in every table: a control's label, else the strategy with its summary prompt
     (strategies that take none are named alone)."""
@@ -108,6 +111,11 @@ class ProbeRecord(CaseRow):
     tool_calls_from_text: int | None = (
         None  # tool calls made while answering that the model wrote as text (models.tool_text)
     )
+    # The recovery arm (`<strategy>+recovery`): searches of what compaction folded made before answering,
+    # whether one returned the expected value, and the requests the answer took (one without a tool call).
+    searches: int | None = None
+    found_by_search: bool | None = None
+    requests: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -163,6 +171,7 @@ class ActionRecord(CaseRow):
     requests: int = 0  # of the three requests, those sent to the model (not answered from the response cache)
     prompt_tokens_sent: int = 0  # their prompt tokens
     prompt_tokens_processed: int = 0  # of those, the ones the model evaluated (not read from its prompt cache)
+    searches: int | None = None  # the recovery arm: searches the compacted agent made before its step
 
 
 @dataclass(kw_only=True)

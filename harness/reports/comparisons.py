@@ -10,11 +10,11 @@ import pandas as pd
 
 from ..analysis.compare import VARIANT_KEY, Comparison, pair_units, units
 from ..analysis.gate import manifest_settings
-from ..analysis.rates import variant_order
-from ..analysis.stats import PairedTest, minimum_detectable_drop
+from ..analysis.rates import fact_clusters, variant_order
+from ..analysis.stats import PairedTest, minimum_detectable_drop, rate
 from ..errors import plural
 from ..records import Run
-from ..records.schema import CEILING, CONTROLS, METRICS
+from ..records.schema import CEILING, CONTROLS, METRICS, RECOVERY
 
 
 def test_cells(t: PairedTest, difference: str, digits: str, untested: str) -> dict[str, str]:
@@ -180,3 +180,42 @@ def describe(comparison: Comparison, flips: int = 20) -> str:
             if len(rows) > flips:
                 lines.append(f"  ... and {len(rows) - flips} more")
     return "\n".join(lines)
+
+
+def recovery_arm(run: Run) -> pd.DataFrame:
+    """Per variant with the recovery arm (`<strategy>+recovery`): its recall against the same facts
+    under the same strategy and prompt without it (paired, tested over scenarios), how often the
+    agent searched and found the value, and what searching cost per probe."""
+    records = run.records
+    if records.empty or not records["strategy"].str.endswith(RECOVERY).any():
+        return pd.DataFrame()
+    alpha = manifest_settings(run.about).alpha
+    rows = {}
+    for variant in variant_order(records.loc[records["strategy"].str.endswith(RECOVERY), "variant"].unique()):
+        mine = records[records["variant"] == variant]
+        strategy, prompt = mine["strategy"].iloc[0], mine["prompt"].iloc[0]
+        base = records[
+            (records["strategy"] == strategy.removesuffix(RECOVERY))
+            & (records["prompt"].isna() if pd.isna(prompt) else records["prompt"] == prompt)
+        ]
+        c = pair_units(units(base, "recall"), units(mine, "recall"), "without", variant, "recall", VARIANT_KEY)
+        scored = mine[mine["searches"].notna()]
+        clusters = fact_clusters(scored)
+        searched = scored[scored["searches"] > 0]
+        rows[variant] = {
+            "recall": f"{c.test.mean_b:.0%}" if c.n else "n/a",
+            "same facts without": f"{c.test.mean_a:.0%}" if c.n else "n/a",
+            **test_cells(c.test, "difference (95% CI)", ".1%", "no interval"),
+            "reading": _reading(c, alpha) if c.n else "nothing to pair",
+            "probes that searched": rate(scored["searches"] > 0, clusters).text() if len(scored) else "n/a",
+            "search found the value": (
+                rate(searched["found_by_search"].astype(bool), fact_clusters(searched)).text()
+                if len(searched)
+                else "n/a"
+            ),
+            "searches per probe": f"{scored['searches'].mean():.2f}" if len(scored) else "n/a",
+            "requests per probe": f"{scored['requests'].mean():.2f}" if len(scored) else "n/a",
+            "input tokens per probe, with / without": f"{mine['input_tokens'].mean():,.0f} / "
+            f"{base['input_tokens'].mean():,.0f}",
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")

@@ -12,7 +12,7 @@ import pandas as pd
 from ..analysis.gate import manifest_settings
 from ..records import Run
 from ..records.load import prompted
-from .comparisons import collateral_loss, comparison_table
+from .comparisons import collateral_loss, comparison_table, recovery_arm
 from .plots import plot_recall_by_budget, plot_recall_by_kind, plot_summary_costs, plot_survival, plot_where_lost
 from .tables import (
     answer_types,
@@ -116,6 +116,10 @@ TABLES = [
     Table(
         "Where the compacted agent went instead (the most frequent different steps)",
         lambda run: next_action_substitutes(run.actions) if not run.actions.empty else pd.DataFrame(),
+    ),
+    Table(
+        "The recovery arm: recall when the agent may search what compaction folded, and what searching cost",
+        recovery_arm,
     ),
     Table("Recall by answer type", _with_records(_answer_types)),
     Table("Mean token F1 of free-form answers (LoCoMo's metric)", _with_records(mean_f1_by_budget)),
