@@ -1,16 +1,21 @@
 # `make demo` and `make test` each set up .venv and the embedded models on first use, then run.
-PYTHON ?= python3
+# Python 3.12 where the machine has one (the OpenHands SDK needs it), else python3 (3.11: every
+# framework but OpenHands). Every dependency comes pinned by hash from that Python's lock.
+PYTHON ?= $(or $(firstword $(foreach p,python3.12 $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12),\
+	$(shell $(p) -c 'print("$(p)")' 2>/dev/null))),python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The lock of the venv's own Python, once there is a venv.
+LOCK := requirements/python$(shell $(or $(wildcard $(BIN)/python),$(PYTHON)) -c 'import sys; print("%d.%d" % sys.version_info[:2])').lock
 
 .PHONY: demo test lint gate models docs docs-serve clean
 
-$(STAMP): pyproject.toml requirements/frameworks.lock
+$(STAMP): pyproject.toml $(LOCK)
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --require-hashes -r requirements/frameworks.lock
-	$(BIN)/pip install --quiet -e '.[test,langchain,inspect,docs]'
+	$(BIN)/pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/pip install --quiet -e '.[test,langchain,inspect,openhands,docs]'
 	touch $(STAMP)
 
 # The embedded models' weights, verified by their SHA-256: Qwen2.5-Coder-1.5B (the default, assembled
