@@ -93,12 +93,11 @@ def offer(agent: Agent, full: list[Message], settings: RecoverySettings) -> None
 
 @dataclass(frozen=True, kw_only=True)
 class Searches:
-    """What an agent's searches did: each query served and the text it returned; calls refused
-    past the cap are counted apart."""
+    """What an agent's searches did: each query served and the text it returned (a call refused
+    past the cap is not a search)."""
 
     queries: list[str]
     results: list[str]
-    refused: int = 0
 
     def found(self, states: Callable[[str], bool]) -> bool:
         """Whether any result states what `states` looks for."""
@@ -119,7 +118,6 @@ def searches_in(messages: list[Message]) -> Searches:
     return Searches(
         queries=[str((call.get("input") or {}).get("query", "")) for call, _ in answered],
         results=[content_text(result.get("content") or "") for _, result in answered],
-        refused=len(served) - len(answered),
     )
 
 
