@@ -6,6 +6,7 @@ case's errors. Needs the `openhands` extra (Python 3.12+)."""
 import importlib
 import json
 import re
+import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -183,3 +184,16 @@ def test_without_the_extra_the_error_is_one_line_naming_the_install(monkeypatch)
     monkeypatch.delitem(sys.modules, "harness.adapters.openhands")
     with pytest.raises(ImportError, match=re.escape("pip install 'compaction-harness[openhands]'")):
         importlib.import_module("harness.adapters.openhands")
+
+
+def test_importing_the_adapter_leaves_the_output_and_the_network_alone():
+    # OpenHands configures the root logger on import (every HTTP request at INFO), prints a banner,
+    # and LiteLLM fetches its price list; the adapter turns all three off, in a fresh interpreter.
+    code = (
+        "import logging; before = (logging.getLogger().level, len(logging.getLogger().handlers))\n"
+        "import harness.adapters.openhands\n"
+        "assert (logging.getLogger().level, len(logging.getLogger().handlers)) == before, before\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "OpenHands SDK v" not in done.stdout + done.stderr and "cost map" not in done.stderr

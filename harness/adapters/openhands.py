@@ -24,9 +24,11 @@ import json
 import os
 from typing import Any
 
-# Importing LiteLLM otherwise fetches a price list from the network, retrying for seconds.
+# Importing them otherwise fetches LiteLLM's price list from the network (retrying for seconds),
+# prints OpenHands's banner, and sets the root logger to print every HTTP request at INFO.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
+os.environ.setdefault("LOG_AUTO_CONFIG", "false")
 
 try:
     from litellm.types.utils import ModelResponse
