@@ -182,6 +182,13 @@ def describe(comparison: Comparison, flips: int = 20) -> str:
     return "\n".join(lines)
 
 
+def _prompt_tokens(records: pd.DataFrame) -> float:
+    """Mean prompt tokens a probe sent, searches included: `input_tokens` plus the server's cache
+    reads, which both Anthropic's API and llama.cpp count apart from it."""
+    cached = records["cache_read_tokens"].fillna(0) if "cache_read_tokens" in records else 0
+    return float((records["input_tokens"] + cached).mean())
+
+
 def recovery_arm(run: Run) -> pd.DataFrame:
     """Per variant with the recovery arm (`<strategy>+recovery`): its recall against the same facts
     under the same strategy and prompt without it (paired, tested over scenarios), how often the
@@ -215,7 +222,6 @@ def recovery_arm(run: Run) -> pd.DataFrame:
             ),
             "searches per probe": f"{scored['searches'].mean():.2f}" if len(scored) else "n/a",
             "requests per probe": f"{scored['requests'].mean():.2f}" if len(scored) else "n/a",
-            "input tokens per probe, with / without": f"{mine['input_tokens'].mean():,.0f} / "
-            f"{base['input_tokens'].mean():,.0f}",
+            "prompt tokens per probe, with / without": f"{_prompt_tokens(mine):,.0f} / {_prompt_tokens(base):,.0f}",
         }
     return pd.DataFrame.from_dict(rows, orient="index")
