@@ -412,3 +412,63 @@ def test_next_action_eval_on_the_embedded_model(tmp_path, capsys):
     scored = [r for r in rows if r["error"] is None and r["ceiling_error"] is None]
     assert scored and all(r["compacted"] and r["ceiling"] and r["ceiling_again"] for r in scored)
     assert all(isinstance(r["exact"], bool) and isinstance(r["floor"], bool) for r in scored)
+
+
+def test_the_frameworks_eval_on_the_embedded_model(tmp_path, capsys):
+    """evals/frameworks.yaml as shipped, on three of its sessions (a generated one, a real SWE-agent
+    log and the Claude Code log with its recorded compaction; all ten take 10 minutes here, every
+    case scored): Inspect AI's three compactions, LangChain's middleware and OpenHands's condenser
+    run their own code with the embedded model writing the summaries, beside our prompt, masking,
+    clearing and the recorded compaction. Every case is scored or recorded as an error naming its
+    cause; none crashes the run."""
+    pytest.importorskip("inspect_ai")
+    pytest.importorskip("langchain.agents.middleware.summarization")
+    pytest.importorskip("openhands.sdk")
+    root = Path(__file__).parents[1]
+    eval_file = root / "evals" / "frameworks.yaml"
+    sessions = ["coding-1-000", "marshmallow-1867", "claude_code_session"]
+    chosen = [arg for scenario in sessions for arg in ("--scenario", scenario)]
+    assert main(["run", str(eval_file), "--model", FAST, *chosen, "--results", str(tmp_path), "--quiet"]) == 0
+    run_dir = next((tmp_path / "runs").iterdir())
+    retention = read_jsonl(run_dir / "retention.jsonl")
+    played = [row["case"].split("/") for row in read_jsonl(run_dir / "cases.jsonl")]
+    frameworks = [f"harness.adapters.inspect_ai:{name}" for name in ("summary", "edit", "trim")]
+    frameworks += ["harness.adapters.langchain:summarization", "harness.adapters.openhands:summarizing"]
+    compactions = read_jsonl(run_dir / "compactions.jsonl")
+    for strategy in frameworks:
+        assert {case[0] for case in played if case[1] == strategy} == set(sessions)  # every session played
+        rows = [r for r in retention if r["strategy"] == strategy]  # the facts of the cases it compacted
+        assert rows and all(r["error"] is None and r["retained"] is not None for r in rows), strategy
+        theirs = [c for c in compactions if c["strategy"] == strategy and c["error"] is None]
+        # Each folded part of the history (a weak model's summary may outgrow what it replaced).
+        assert theirs and all(c["folded_messages"] > 0 for c in theirs), strategy
+    summaries = [c for c in compactions if c["strategy"] == frameworks[0] and c["error"] is None]
+    assert all(c["summary"] and c["output_tokens"] > 0 for c in summaries)  # written by the model under test
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    packages = {name: info["packages"] for name, info in manifest["strategies"].items()}
+    assert "inspect_ai" in packages[frameworks[0]] and "langchain" in packages[frameworks[3]]  # which release ran
+    assert "openhands-sdk" in packages[frameworks[4]]
+
+
+def test_the_recovery_arm_on_the_embedded_model(tmp_path):
+    """Truncation with and without search over what it dropped, on the embedded model through
+    llama.cpp's Messages API with the search tool offered: every probe is answered (none an error),
+    the searches the model made are counted, and what they cost is recorded."""
+    for name in ("locker.yaml", "unit.yaml"):
+        (tmp_path / name).write_text((DATA / "locker" / name).read_text())
+    eval_file = tmp_path / "unit.yaml"
+    eval_file.write_text(
+        "name: recovery\nmodel: smollm2-135m\nscenarios: [locker.yaml]\nbudgets: [150]\n"
+        "prompts: [seed]\nstrategies: [truncate, truncate+recovery]\nrecovery: {max_searches: 2}\n"
+    )
+    assert main(["run", str(eval_file), "--results", str(tmp_path / "r"), "--quiet"]) == 0
+    run_dir = next((tmp_path / "r" / "runs").iterdir())
+    records = {(r["strategy"], r["fact"]): r for r in read_jsonl(run_dir / "records.jsonl")}
+    assert records and all(r["verdict"] != "error" for r in records.values())
+    for (strategy, fact), record in records.items():
+        if strategy == "truncate":
+            assert record["searches"] is None
+            continue
+        assert 0 <= record["searches"] <= 2 and record["requests"] >= 1 + min(record["searches"], 1)
+        sent = [r["input_tokens"] + (r["cache_read_tokens"] or 0) for r in (record, records["truncate", fact])]
+        assert sent[0] > sent[1]  # the tool and its note cost prompt tokens (cache reads count apart)
