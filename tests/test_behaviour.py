@@ -7,8 +7,9 @@ with the full-history floor over scenarios."""
 import pandas as pd
 import pytest
 
+from harness import actions
 from harness.analysis.compare import behaviour_floor, behaviour_units
-from harness.execution import actions, behaviour
+from harness.execution import behaviour
 from harness.inputs.probes import probes
 from harness.inputs.scenario import Scenario
 from harness.reports.tables import behaviour_at_the_cut

@@ -15,10 +15,10 @@ import yaml
 from fakes import FakeClient
 from loopback import Loopback
 
+from harness import actions
 from harness.analysis.compare import floor_drop
 from harness.cli import main
 from harness.compaction.seed import SUMMARY_PREFIX
-from harness.execution import actions
 from harness.records import read_jsonl
 
 DATA = Path(__file__).parent / "data" / "agent_logs"

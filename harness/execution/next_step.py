@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from .. import actions
 from ..inputs.evalfile import NextActionSettings
 from ..inputs.scenario import Scenario
 from ..messages import Message, strings_in
 from ..models.client import ModelClient, usage_of
 from ..records.schema import ActionRecord, CaseRow, RetentionRecord
-from . import actions, behaviour
+from . import behaviour
 from .agent import MAX_TOOL_ROUNDS, Agent, Tool, ToolRegistry, schemas
 from .failures import RECORDED_ERRORS, describe_error
 from .recovery import SEARCH_TOOL, SYSTEM_NOTE

@@ -139,7 +139,7 @@ class RetentionRecord(CaseRow):
 class ActionRecord(CaseRow):
     """At one compaction where the agent's next step is the log's: the step the model takes from the
     compacted history, from the full one (twice: the second sample is the noise floor), and the step
-    the log took, each as an action key (`execution.actions`)."""
+    the log took, each as an action key (`harness.actions`)."""
 
     fact: str  # "cut-<turn>": what pairs this cut with the same cut of another run or variant
     compaction: int  # index of the compaction in the case's compaction records

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any
 
 from ...messages import strings_in
@@ -268,16 +269,22 @@ _REFUSED = re.compile(
 )
 
 
+@lru_cache(maxsize=1024)
+def refused(result: str) -> bool:
+    """A tool's answer refuses the change (cached: a call's result is asked about several times)."""
+    return bool(_REFUSED.search(result))
+
+
 def applied(call) -> bool:
     """The call's change happened: its result is no error and no refusal of the edit."""
-    return not call.is_error and not _REFUSED.search(call.result or "")
+    return not call.is_error and not refused(call.result or "")
 
 
 def took_effect(call) -> bool:
     """The files a call names as written were written: an applied call, or a shell command that failed
     (it may still have written its redirections) but was no edit tool's refusal."""
     return applied(call) or (
-        call.tool.lower() in SHELL_TOOLS and call.tool != "swe_agent" and not _REFUSED.search(call.result or "")
+        call.tool.lower() in SHELL_TOOLS and call.tool != "swe_agent" and not refused(call.result or "")
     )
 
 
@@ -490,6 +497,23 @@ _PERMITS = re.compile(
 )
 
 
+def prohibitions(said: str) -> list[tuple[str, str]]:
+    """The prohibitions a person's words state ("don't edit the config.yaml"): each (verb, its object
+    of up to four words)."""
+    found = []
+    for verb, rest in _PROHIBITION.findall(said):
+        obj = re.sub(r"^(?:the|a|an|to)\s+", "", rest.strip(), flags=re.IGNORECASE)
+        obj = " ".join(obj.split()[:4])
+        if len(obj) >= 3 and not _NOT_AN_OBJECT.match(obj) and verb.lower() not in ("be", "have"):
+            found.append((verb, obj))
+    return found
+
+
+def lifts(said: str, obj: str) -> bool:
+    """A person's words lift an earlier prohibition: they name its object with a permission."""
+    return bool(_PERMITS.search(said)) and mentions(said, obj)
+
+
 def _constraints(session: Session, turns: list[TurnOf], plant, facts: dict[int, list[dict[str, Any]]]) -> None:
     """Prohibitions a person typed. A later line that lifts one (naming its object with a permission)
     and forbids something else with the same verb changes that constraint: the later one stands and
@@ -500,20 +524,12 @@ def _constraints(session: Session, turns: list[TurnOf], plant, facts: dict[int, 
         if where.step is not None and where.step is not exchange.steps[0]:
             continue  # a user's words are in the first turn of their exchange
         said, where = person_said(exchange.user)  # a person's words only, not a harness's template
-        for verb, rest in _PROHIBITION.findall(said):
-            obj = re.sub(r"^(?:the|a|an|to)\s+", "", rest.strip(), flags=re.IGNORECASE)
-            obj = " ".join(obj.split()[:4])
-            if obj.lower() in seen or len(obj) < 3 or _NOT_AN_OBJECT.match(obj) or verb.lower() in ("be", "have"):
+        for verb, obj in prohibitions(said):
+            if obj.lower() in seen:
                 continue
             seen.add(obj.lower())
             earlier = in_force.get(verb.lower())
-            if (
-                earlier
-                and mentions(said, earlier[1])
-                and _PERMITS.search(said)
-                and distinctive(obj)
-                and MARK not in obj
-            ):
+            if earlier and lifts(said, earlier[1]) and distinctive(obj) and MARK not in obj:
                 facts.setdefault(t, []).append({"fact": earlier[0], "answer": obj})
                 in_force[verb.lower()] = (earlier[0], obj)
                 continue

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..plugins import Registry
+from .plugins import Registry
 
 NO_TOOL = "answers without a tool"
 PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file", "file")

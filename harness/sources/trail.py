@@ -1,0 +1,133 @@
+"""What a session's tool calls did, followed call by call: the files read and not changed since, the
+calls that failed with nothing changed since, the plan's finished items and the changes that finished
+them. Each entry keeps the position of the step that made it, so a reader can ask what stood before
+a moment (a cut, a recorded compaction). The behaviour checks at a cut (`execution/behaviour.py`)
+and the audit of recorded compactions (`harness/audit`) both follow a session through a `Trail`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..actions import of_call, path, programs, target
+from .importers.derive import EDIT_TOOLS, SHELL_TOOLS, applied, plan_of, took_effect, written_files
+from .importers.session import Call
+
+READ_TOOLS = {"read", "view", "open", "read_file", "cat", "open_file", "view_file"}
+_READS = re.compile(r"^\s*(?:cat|head|tail|less|more|bat|nl|sed -n \S+)\s+(?:-\S+\s+)*([\w./-]+\.\w+)\s*$")
+
+_PATHLIKE = re.compile(r"/|\.\w{1,6}$")
+_RUNS = {"run", "use", "call", "invoke", "execute", "install"}  # verbs whose object starts with a program
+Attempt = tuple[str, dict[str, Any]]  # (tool, input) of a call
+
+
+def forbids(rule: str, verb: str = "") -> tuple[set[str], set[str]]:
+    """The paths and the tools or programs a rule forbids: a word of it that looks like a path, else
+    a rule of one word (a tool or program), else the first word after "run", "use"... ("never run
+    npm install": npm)."""
+    words = rule.strip().split()
+    paths = {path(word.strip("`'\"")) for word in words if _PATHLIKE.search(word.strip("`'\""))}
+    if paths:
+        return paths, set()
+    if len(words) == 1 or (words and verb.lower() in _RUNS):
+        return set(), {words[0].strip("`'\"").lower()}
+    return set(), set()
+
+
+def command_line(arguments: dict[str, Any]) -> str | None:
+    line = arguments.get("command") or arguments.get("cmd")
+    return line if isinstance(line, str) else None
+
+
+def read_path(tool: str, arguments: dict[str, Any]) -> str | None:
+    """The file a call reads: a read tool's target, or a shell line that prints one file."""
+    if tool.lower() in READ_TOOLS:
+        return target(tool, arguments)
+    line = command_line(arguments) if tool.lower() in SHELL_TOOLS else None
+    found = _READS.match(line.strip().splitlines()[0]) if line and line.strip() else None
+    return path(found[1]) if found else None
+
+
+def touches(tool: str, arguments: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """What a call would change and run: the files it writes, and its tool and shell programs (lower case)."""
+    line = command_line(arguments) if tool.lower() in SHELL_TOOLS else None
+    return changed(Call(tool, arguments, "")), {tool.lower()} | programs(line or "")
+
+
+def breaks(
+    touched: tuple[set[str], set[str]], paths: set[str] | frozenset[str], tools: set[str] | frozenset[str]
+) -> bool:
+    """A call (what it `touches`) changes a forbidden path or a file under a forbidden folder, or runs
+    a forbidden tool or program."""
+    written, run = touched
+    under = any(f == p or f.startswith(p.rstrip("/") + "/") for f in written for p in paths)
+    return under or bool(run & tools)
+
+
+def changed(call: Call) -> set[str]:
+    """The files a call changed (nothing, if it was refused)."""
+    return {path(p) for p in written_files(call)} if took_effect(call) else set()
+
+
+def failed(call: Call) -> bool:
+    return call.is_error or not applied(call)
+
+
+def same_attempt(tool: str, arguments: dict[str, Any], earlier: Attempt) -> bool:
+    """The same edit (the same file and text), or the same command (its program and target)."""
+    if tool != earlier[0]:
+        return False
+    return (
+        arguments == earlier[1] if tool.lower() in EDIT_TOOLS else of_call(tool, arguments).key == of_call(*earlier).key
+    )
+
+
+@dataclass
+class Trail:
+    """The state of a session after the calls seen so far; every entry with its step's position."""
+
+    reads: dict[str, int] = field(default_factory=dict)  # file -> step of its first read not changed since
+    failures: list[tuple[Attempt, int]] = field(default_factory=list)  # failed, with nothing changed since
+    finished: dict[str, int] = field(default_factory=dict)  # plan item -> step of the plan call that finished it
+    finishing: list[tuple[Attempt, int]] = field(default_factory=list)  # the changes that finished items
+    _last_change: Attempt | None = None
+
+    def see(self, call: Call, step: int) -> None:
+        """Follow one call, made at `step`."""
+        if files := changed(call):
+            self._last_change = (call.tool, call.input)
+            self.reads = {f: at for f, at in self.reads.items() if f not in files}
+            # A change makes every failed command worth trying again, and a refused edit of that file.
+            self.failures = [
+                (attempt, at)
+                for attempt, at in self.failures
+                if attempt[0].lower() in EDIT_TOOLS and not changed(Call(*attempt, "")) & files
+            ]
+        if failed(call):
+            self.failures.append(((call.tool, call.input), step))
+        elif (read := read_path(call.tool, call.input)) is not None:
+            self.reads.setdefault(read, step)
+        if (plan := plan_of(call)) is not None and applied(call):
+            done = set(plan[1])
+            if done - set(self.finished) and self._last_change is not None:
+                self.finishing.append((self._last_change, step))
+            self.finished = {item: self.finished.get(item, step) for item in plan[1]}
+
+    def reread_since(self, tool: str, arguments: dict[str, Any]) -> int | None:
+        """The step of the earlier read this call repeats (the file not changed since), or None."""
+        read = read_path(tool, arguments)
+        return None if read is None else self.reads.get(read)
+
+    def failure_since(self, tool: str, arguments: dict[str, Any]) -> int | None:
+        """The step of the earliest failure this call repeats with nothing changed since, or None."""
+        return min((at for attempt, at in self.failures if same_attempt(tool, arguments, attempt)), default=None)
+
+    def finished_since(self, tool: str, arguments: dict[str, Any]) -> int | None:
+        """The step that finished what this call undoes or redoes, or None: a plan call setting a
+        finished item back to pending or in progress, or the change that finished one made again."""
+        plan = plan_of(Call(tool, arguments))
+        undone = [at for item, at in self.finished.items() if plan and item in plan[0] and item not in plan[1]]
+        redone = [at for attempt, at in self.finishing if attempt == (tool, arguments)]
+        return min(undone + redone, default=None)
