@@ -1,4 +1,4 @@
-"""Commands that read finished runs: `report`, `runs` and `compare`."""
+"""Commands that read finished runs, `report`, `runs` and `compare`, and agent logs: `audit`."""
 
 from __future__ import annotations
 
@@ -76,7 +76,61 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from ..audit import audit
+    from ..records.audit import as_json
+    from ..reports.audit import audit_html, audit_markdown
+    from .common import writable_folder
+
+    result = audit(args.paths, args.window, args.controls, args.format, args.jobs, progress=not args.quiet)
+    if not result.sessions:
+        raise InputError(
+            " ".join(args.paths), "no log could be read: " + ("; ".join(result.skipped) or "no log file found")
+        )
+    print(audit_markdown(result))
+    out = writable_folder(args.out, "--out")
+    written = {"json": out / "audit.json", "markdown": out / "audit.md", "html": out / "audit.html"}
+    written["json"].write_text(as_json(result))
+    written["markdown"].write_text(audit_markdown(result))
+    written["html"].write_text(audit_html(result))
+    for kind, path in written.items():
+        print(f"{kind}: {path}")
+    return EXIT_OK
+
+
 def register(commands) -> None:
+    from ..sources.importers import AGENT_FORMATS
+
+    audit = commands.add_parser(
+        "audit",
+        help="what compaction already cost in your agent logs: rework after each recorded compaction "
+        "against the same sessions' other moments (no model call)",
+        description="Reads Claude Code, Codex CLI, SWE-agent, mini-swe-agent and chat-message logs (the format "
+        "of each detected; gzip, bzip2 or xz too) and measures, in the steps after each compaction the logs "
+        "record, re-reads, repeated failures, broken constraints, plan regressions and the user repeating "
+        "themselves, against windows of the same length at other moments of the same sessions. docs/audit.md.",
+    )
+    audit.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="log files, folders of logs, or globs ('~/.claude/projects/**/*.jsonl')",
+    )
+    audit.add_argument("--window", type=at_least(1), default=10, help="steps after a compaction looked at (default 10)")
+    audit.add_argument(
+        "--controls",
+        type=at_least(1),
+        default=4,
+        help="control windows a compaction, the nearest by position (default 4)",
+    )
+    audit.add_argument(
+        "--format", choices=AGENT_FORMATS, help="read every log as this format (default: detected per file)"
+    )
+    audit.add_argument("--jobs", type=at_least(1), help="worker processes (default: one a core)")
+    audit.add_argument("--out", type=Path, default=Path("results/audit"), help="where audit.json, .md and .html go")
+    audit.add_argument("--quiet", action="store_true", help="no progress bar")
+    audit.set_defaults(handler=cmd_audit)
+
     compare = commands.add_parser("compare", help="paired comparison of two runs, or of two prompts in one run")
     compare.add_argument("run_a", type=Path, help="a run folder")
     compare.add_argument("run_b", type=Path, nargs="?", help="omit to compare prompts within RUN_A")

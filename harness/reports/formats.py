@@ -108,15 +108,21 @@ def _html(run: Run) -> str:
         ]
     if not run.records.empty:  # a run without probes has no answers to explore
         sections.append(explorer_html(explorer_data(run.records, run.compactions, run.retention, run.turns)))
+    return html_page(f"{name} report", "".join(sections))
+
+
+def html_page(title: str, body: str) -> str:
+    """A self-contained HTML page (`title` already escaped) around sections of a report."""
     style = (
         "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
         "table.t{border-collapse:collapse;font-size:13px;margin-bottom:1em}"
         "table.t td,table.t th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
         "img{max-width:100%}p{overflow-wrap:anywhere}.wide{overflow-x:auto}"
+        "pre{white-space:pre-wrap;background:#f6f6f6;padding:.5em}"
     )
     return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{name} report</title>"
-        f"<style>{style}</style></head><body>{''.join(sections)}</body></html>"
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>"
+        f"<style>{style}</style></head><body>{body}</body></html>"
     )
 
 

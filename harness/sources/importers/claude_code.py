@@ -64,7 +64,7 @@ def read(path: Path) -> list[Session]:
         results = builder.tool_results(blocks, f"{path.name}:{number}")
         text = text_of([b for b in blocks if not (isinstance(b, dict) and b.get("type") == "tool_result")])
         if text.strip() or not results:
-            builder.user(text)
+            builder.user(text, f"{path.name}:{number}")
     flush()
     return [builder.finish()]
 

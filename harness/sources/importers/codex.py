@@ -61,7 +61,7 @@ def _item(item: dict[str, Any], builder: Builder, where: str, left: Counter) -> 
     if kind == "message":
         role, text = item.get("role"), text_of(item.get("content"))
         if role == "user" and not _PREAMBLE.match(text):
-            builder.user(text)
+            builder.user(text, where)
         elif role == "assistant":
             builder.assistant(text, [], where)
         else:

@@ -5,12 +5,15 @@ own session). A message has a `role` and `content` (a string, or parts with `tex
 OpenAI's shape: an assistant message's `tool_calls` (`id`, `function.name`, `function.arguments`,
 a JSON string) and `tool` messages answering them by `tool_call_id`; the older `function_call`
 and `function` messages are read too. The Messages API's shape is read as well: `tool_use` blocks
-in assistant content and `tool_result` blocks in user content. Left out: system and developer
-messages; a message with no role is noted with its place.
+in assistant content and `tool_result` blocks in user content. A user or system message that opens
+the way a framework's compactor opens its summary (`SUMMARY_OPENINGS`) is that framework's recorded
+compaction. Left out: other system and developer messages; a message with no role is noted with its
+place.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,16 @@ from .session import Builder, Call, Session, arguments_of, slug, text_of, tool_u
 # A framework whose agent writes its tool call as text (mini-swe-agent's ```bash block): the calls
 # in an assistant message's text; a user message after such a call is its result.
 TextCalls = Callable[[str], list[Call]]
+
+# How the compactors of agent frameworks open the summary they put in place of the history: Claude
+# Code's (when its log is exported as messages), LangChain's SummarizationMiddleware, OpenHands's
+# condenser as its default agent shows it, and a summary wrapped in `<summary>` tags.
+SUMMARY_OPENINGS = re.compile(
+    r"^\s*(?:This session is being continued from a previous conversation"
+    r"|Here is a summary of the conversation to date"
+    r"|<summary>|Summary of the conversation so far|Previous conversation summary)",
+    re.IGNORECASE,
+)
 
 
 def read(path: Path) -> list[Session]:
@@ -76,6 +89,10 @@ def read_messages(
         raise InputError(source, "not a list of chat messages: no user or assistant message")
     left = 0
     for where, message in messages:
+        if isinstance(message, dict) and message.get("role") in ("user", "system"):
+            if SUMMARY_OPENINGS.match(said := text_of(message.get("content"))):
+                builder.compacted(said, where)
+                continue
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "tool", "function"):
             kind = message.get("role") if isinstance(message, dict) else type(message).__name__
             if kind not in ("system", "developer"):
@@ -105,7 +122,7 @@ def read_messages(
                     builder.result(call.id, text_of(content), False, where)
                 waiting = []
             elif not results or text_of([b for b in blocks if b not in results]).strip():
-                builder.user(text_of([b for b in blocks if b not in results]) if results else text_of(content))
+                builder.user(text_of([b for b in blocks if b not in results]) if results else text_of(content), where)
     if left:
         session.notes.append(f"{left} system, developer or unreadable message{'s' if left != 1 else ''} left out")
     return builder.finish()

@@ -41,6 +41,8 @@ class Step:
     text: str | None
     calls: list[Call]
     recorded_summary: str | None = None  # the logged agent compacted to this just before the step
+    where: str | None = None  # the log's file and line of the step (`file:line`), where it has lines
+    recorded_where: str | None = None  # and of its recorded compaction
 
 
 @dataclass
@@ -49,6 +51,8 @@ class Exchange:
     steps: list[Step] = field(default_factory=list)
     final: str | None = None  # the agent's closing text
     recorded_summary: str | None = None  # the logged agent compacted to this before the user's line
+    where: str | None = None  # the log's file and line of the user's line
+    recorded_where: str | None = None  # and of its recorded compaction
 
 
 @dataclass
@@ -276,28 +280,42 @@ class Builder:
         self.pending: list[str] = []  # the agent's words since its last tool step
         self.calls: dict[str, tuple[Call, str]] = {}  # by the log's id, with where the call was
         self.recorded: str | None = None  # a compaction waiting for the next turn
+        self.recorded_where: str | None = None
 
     @property
     def current(self) -> Exchange | None:
         return self.session.exchanges[-1] if self.session.exchanges else None
 
-    def user(self, text: str) -> None:
+    def user(self, text: str, where: str | None = None) -> None:
         self._close()
-        self.session.exchanges.append(Exchange(text.strip() or NO_OUTPUT, recorded_summary=self.recorded))
-        self.recorded = None
+        self.session.exchanges.append(
+            Exchange(
+                text.strip() or NO_OUTPUT,
+                recorded_summary=self.recorded,
+                where=where,
+                recorded_where=self.recorded_where,
+            )
+        )
+        self.recorded = self.recorded_where = None
 
     def assistant(self, text: str, calls: list[Call], where: str) -> None:
         if self.current is None:
             self.session.notes.append(
                 f"{where}: the log starts with the agent; its first user line reads '{LOG_STARTS}'"
             )
-            self.user(LOG_STARTS)
+            self.user(LOG_STARTS, where)
         if text.strip():
             self.pending.append(text.strip())
         if not calls:
             return
-        step = Step("\n\n".join(self.pending) or None, calls, recorded_summary=self.recorded)
-        self.pending, self.recorded = [], None
+        step = Step(
+            "\n\n".join(self.pending) or None,
+            calls,
+            recorded_summary=self.recorded,
+            where=where,
+            recorded_where=self.recorded_where,
+        )
+        self.pending, self.recorded, self.recorded_where = [], None, None
         self.current.steps.append(step)
         for call in calls:
             if call.id:
@@ -323,7 +341,7 @@ class Builder:
         if not summary.strip():
             self.session.notes.append(f"{where}: a compaction with no summary text: left out (nothing to replay)")
             return
-        self.recorded = summary.strip()
+        self.recorded, self.recorded_where = summary.strip(), where
         self.session.notes.append(
             f"{where}: the agent compacted its history here (recorded for the `recorded` strategy)"
         )
