@@ -29,6 +29,7 @@ class Edit:
 class Run:
     command: str
     fails: bool = False
+    output: str | None = None  # else a test run's
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def _result(event: Event) -> str:
     if isinstance(event, Edit):
         return f"The file {event.path} has been updated."
     if isinstance(event, Run):
-        return "Error: 1 failed, 3 passed" if event.fails else "3 passed"
+        return event.output or ("Error: 1 failed, 3 passed" if event.fails else "3 passed")
     return "Todos updated"
 
 
@@ -167,22 +168,39 @@ def openai(events: list[Event]) -> str:
     return json.dumps({"messages": messages}, indent=1)
 
 
-def swe_agent(events: list[Event]) -> str:
-    """A SWE-agent trajectory: its format records no compaction (a Compact is left out)."""
-    steps: list[dict[str, Any]] = []
-    task = next(e.text for e in events if isinstance(e, User))
+def _commands(events: list[Event]) -> list[tuple[str, str, bool]]:
+    """The events as shell commands (command, output, failed), for agents whose only tool is a shell;
+    a plan, a later user line and a compaction have no command."""
+    found = []
     for event in events:
         if isinstance(event, Read):
-            action = f"cat {event.path}"
+            found.append((f"cat {event.path}", _result(event), False))
         elif isinstance(event, Run):
-            action = event.command
+            found.append((event.command, _result(event), event.fails))
         elif isinstance(event, Edit):
-            action = f"echo b > {event.path}"
-        else:
-            continue
-        steps.append({"thought": "", "action": action, "observation": _result(event)})
+            found.append((f"echo b > {event.path}", _result(event), False))
+    return found
+
+
+def swe_agent(events: list[Event]) -> str:
+    """A SWE-agent trajectory: the task, then a step a command. Its format records no compaction."""
+    task = next(e.text for e in events if isinstance(e, User))
+    steps = [{"thought": "", "action": line, "observation": out} for line, out, _ in _commands(events)]
     history = [{"role": "system", "content": "SWE-agent"}, {"role": "user", "content": task}]
     return json.dumps({"trajectory": steps, "history": history, "info": {"exit_status": "submitted"}})
 
 
+def mini_swe_agent(events: list[Event]) -> str:
+    """A mini-swe-agent trajectory: a fenced command a reply, its output as the next user message."""
+    task = next(e.text for e in events if isinstance(e, User))
+    messages = [{"role": "system", "content": "mini-swe-agent"}, {"role": "user", "content": task}]
+    for line, out, failed in _commands(events):
+        messages.append({"role": "assistant", "content": f"Next.\n```bash\n{line}\n```"})
+        code = 1 if failed else 0
+        messages.append({"role": "user", "content": f"<returncode>{code}</returncode>\n<output>\n{out}\n</output>"})
+    return json.dumps({"messages": messages, "info": {}})
+
+
+# The formats that record compactions, and those that do not.
 WRITERS = {"claude-code": (claude_code, ".jsonl"), "codex": (codex, ".jsonl"), "openai": (openai, ".json")}
+NO_COMPACTION_WRITERS = {"swe-agent": (swe_agent, ".traj"), "mini-swe-agent": (mini_swe_agent, ".traj.json")}

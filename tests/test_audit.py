@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from auditlogs import WRITERS, Compact, Edit, Plan, Read, Run, User, swe_agent
+from auditlogs import NO_COMPACTION_WRITERS, WRITERS, Compact, Edit, Plan, Read, Run, User, swe_agent
 
 from harness.analysis.audit import signal_rows, verdict
 from harness.audit import audit, log_files, read_log
@@ -45,6 +45,8 @@ SESSION = [
     Edit("legacy/old.py"),  # 18: no constraint broken: lifted
     *(Read(f"src/{name}.py") for name in "abcde"),  # 19-23
     Read("src/app.py"),  # 24: a re-read with no compaction before it
+    Run("make build", fails=True, output="Error: foo.h: No such file or directory"),  # 25
+    Run("make build", fails=True, output="Error: undefined reference to `bar'"),  # 26: failing another way
 ]
 PLANTED = [
     ("rereads", 6, 1),
@@ -66,9 +68,28 @@ def test_every_planted_signal_and_no_planted_non_event_is_found_in_each_format(t
     assert [(o.signal, o.position, o.since) for o in timeline.occurrences] == PLANTED
     assert [c.position for c in timeline.compactions] == [6]
     assert SECRET not in timeline.compactions[0].summary  # redacted before it is shown
-    assert len(timeline.steps) == 22 and timeline.positions == 25
+    assert len(timeline.steps) == 24 and timeline.positions == 27
     if fmt != "openai":  # formats with lines say where: the log's file and line
         assert all(o.where.startswith("session.jsonl:") for o in timeline.occurrences)
+
+
+@pytest.mark.parametrize("fmt", sorted(NO_COMPACTION_WRITERS))
+def test_the_signals_of_a_shell_only_agent_whose_format_records_no_compaction(tmp_path, fmt):
+    """The same session as SWE-agent or mini-swe-agent writes it: the task, then a shell command a
+    step (reads as `cat`, edits as redirections), with no plan, no later user line and no compaction.
+    The lifting line is not in the log, so the edit of legacy/old.py breaks the rule here."""
+    write, suffix = NO_COMPACTION_WRITERS[fmt]
+    path = tmp_path / f"run{suffix}"
+    path.write_text(write(SESSION))
+    (timeline,), problem = read_log(path)
+    assert problem is None and timeline.format == fmt and timeline.compactions == []
+    assert [(o.signal, o.position, o.since) for o in timeline.occurrences] == [
+        ("rereads", 5, 1),
+        ("repeats_failure", 6, 2),
+        ("breaks_constraint", 7, 0),
+        ("breaks_constraint", 14, 0),
+        ("rereads", 20, 1),
+    ]
 
 
 def test_the_window_after_a_compaction_and_its_controls_matched_by_position():

@@ -3,7 +3,7 @@ position of what it repeats (docs/audit.md defines each):
 
 - **re-read**: a read of a file already read and not changed since (`sources.trail`);
 - **repeated failure**: a command or edit that failed before, made again with nothing changed since,
-  and failing again;
+  and failing the same way (the output's last line, numbers aside);
 - **constraint broken**: a change to a path, or a run of a tool or program, that the user forbade
   earlier and has not allowed since;
 - **plan regressed**: a plan call setting a finished item back to pending or in progress, or the
@@ -129,7 +129,7 @@ class _Reader:
             what = action.target or action.key  # the file, the command: what the summary may name
             if (since := self.trail.reread_since(tool, arguments)) is not None:
                 self.note("rereads", position, since, what)
-            if failed(call) and (since := self.trail.failure_since(tool, arguments)) is not None:
+            if failed(call) and (since := self.trail.failure_since(call)) is not None:
                 self.note("repeats_failure", position, since, what)
             touched = touches(tool, arguments) if self.rules else (set(), set())
             for rule in self.rules:

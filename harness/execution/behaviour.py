@@ -77,7 +77,7 @@ def situation(scenario: Scenario, facts: list[Probe], turn: int) -> Situation:
         frozenset(forbidden_programs),
         frozenset(finished),
         tuple(attempt for attempt, _ in trail.finishing),
-        tuple(attempt for attempt, _ in trail.failures),
+        tuple(attempt for attempt, _, _ in trail.failures),
         frozenset(trail.reads),
     )
 

@@ -20,6 +20,7 @@ _READS = re.compile(r"^\s*(?:cat|head|tail|less|more|bat|nl|sed -n \S+)\s+(?:-\S
 
 _PATHLIKE = re.compile(r"/|\.\w{1,6}$")
 _RUNS = {"run", "use", "call", "invoke", "execute", "install"}  # verbs whose object starts with a program
+_TAG = re.compile(r"^</?[\w-]+>$")
 Attempt = tuple[str, dict[str, Any]]  # (tool, input) of a call
 
 
@@ -75,6 +76,13 @@ def failed(call: Call) -> bool:
     return call.is_error or not applied(call)
 
 
+def failure_of(result: str | None) -> str:
+    """How a call failed, to tell the same failure again: its output's last line that is not empty
+    nor only a tag (mini-swe-agent's `</output>`), with numbers blanked (a test run's timings vary)."""
+    lines = [line.strip() for line in (result or "").splitlines() if line.strip() and not _TAG.match(line.strip())]
+    return re.sub(r"\d+(?:\.\d+)?", "0", lines[-1])[:200] if lines else ""
+
+
 def same_attempt(tool: str, arguments: dict[str, Any], earlier: Attempt) -> bool:
     """The same edit (the same file and text), or the same command (its program and target)."""
     if tool != earlier[0]:
@@ -89,7 +97,7 @@ class Trail:
     """The state of a session after the calls seen so far; every entry with its step's position."""
 
     reads: dict[str, int] = field(default_factory=dict)  # file -> step of its first read not changed since
-    failures: list[tuple[Attempt, int]] = field(default_factory=list)  # failed, with nothing changed since
+    failures: list[tuple[Attempt, int, str]] = field(default_factory=list)  # failed, nothing changed since: how
     finished: dict[str, int] = field(default_factory=dict)  # plan item -> step of the plan call that finished it
     finishing: list[tuple[Attempt, int]] = field(default_factory=list)  # the changes that finished items
     _last_change: Attempt | None = None
@@ -101,12 +109,12 @@ class Trail:
             self.reads = {f: at for f, at in self.reads.items() if f not in files}
             # A change makes every failed command worth trying again, and a refused edit of that file.
             self.failures = [
-                (attempt, at)
-                for attempt, at in self.failures
+                (attempt, at, how)
+                for attempt, at, how in self.failures
                 if attempt[0].lower() in EDIT_TOOLS and not changed(Call(*attempt, "")) & files
             ]
         if failed(call):
-            self.failures.append(((call.tool, call.input), step))
+            self.failures.append(((call.tool, call.input), step, failure_of(call.result)))
         elif (read := read_path(call.tool, call.input)) is not None:
             self.reads.setdefault(read, step)
         if (plan := plan_of(call)) is not None and applied(call):
@@ -120,9 +128,14 @@ class Trail:
         read = read_path(tool, arguments)
         return None if read is None else self.reads.get(read)
 
-    def failure_since(self, tool: str, arguments: dict[str, Any]) -> int | None:
-        """The step of the earliest failure this call repeats with nothing changed since, or None."""
-        return min((at for attempt, at in self.failures if same_attempt(tool, arguments, attempt)), default=None)
+    def failure_since(self, call: Call) -> int | None:
+        """The step of the earliest failure a failed call repeats, failing the same way, with nothing
+        changed since; or None."""
+        how = failure_of(call.result)
+        return min(
+            (at for attempt, at, was in self.failures if was == how and same_attempt(call.tool, call.input, attempt)),
+            default=None,
+        )
 
     def finished_since(self, tool: str, arguments: dict[str, Any]) -> int | None:
         """The step that finished what this call undoes or redoes, or None: a plan call setting a
