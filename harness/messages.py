@@ -43,6 +43,23 @@ def first_text(content: list[dict[str, Any]]) -> str | None:
     return next((block["text"] for block in content if block.get("type") == "text"), None)
 
 
+def append_joined(history: list[Message], message: Message) -> None:
+    """Append a message to a history, joined to the last one when both have its role (two texts by a
+    blank line, else their blocks), so roles alternate as the Messages API requires: how frameworks
+    that keep one message an event (Inspect, OpenHands) send theirs."""
+    if history and history[-1]["role"] == message["role"]:
+        previous, content = history[-1]["content"], message["content"]
+        both_text = isinstance(previous, str) and isinstance(content, str)
+        joined = f"{previous}\n\n{content}" if both_text else _blocks(previous) + _blocks(content)
+        history[-1] = {"role": message["role"], "content": joined}
+    else:
+        history.append(message)
+
+
+def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
 def render_message(message: Message) -> str:
     content = message["content"]
     if isinstance(content, str):

@@ -45,7 +45,7 @@ except ImportError as exc:  # the one line a user needs, instead of a traceback 
 
 from ..compaction.context import CompactionContext
 from ..compaction.custom import Compactor
-from ..messages import Message, content_text, history_problem
+from ..messages import Message, append_joined, content_text, history_problem
 from ..models.client import ModelClient
 
 
@@ -126,14 +126,7 @@ def from_inspect(messages: list[ChatMessage]) -> list[Message]:
     result: list[Message] = []
     for m in messages:
         role, content = _ours(m)
-        if result and result[-1]["role"] == role:
-            previous = result[-1]["content"]
-            if isinstance(previous, str) and isinstance(content, str):
-                result[-1] = {"role": role, "content": f"{previous}\n\n{content}"}
-            else:
-                result[-1] = {"role": role, "content": _blocks(previous) + _blocks(content)}
-        else:
-            result.append({"role": role, "content": content})
+        append_joined(result, {"role": role, "content": content})
     return result
 
 
@@ -156,10 +149,6 @@ def _ours(m: ChatMessage) -> tuple[str, str | list[dict[str, Any]]]:
 
 def _parts(m: ChatMessage) -> list[Any]:
     return [ContentText(text=m.content)] if isinstance(m.content, str) else list(m.content)
-
-
-def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
 # The knobs each of Inspect's strategies takes from the eval's `strategy_options` (its threshold is

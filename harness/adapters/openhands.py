@@ -53,7 +53,7 @@ except ImportError as exc:  # the one line a user needs, instead of a traceback 
 
 from ..compaction.context import CompactionContext
 from ..compaction.custom import Compactor
-from ..messages import Message, content_text, history_problem
+from ..messages import Message, append_joined, content_text, history_problem
 from ..models.client import ModelClient
 
 
@@ -167,15 +167,15 @@ def from_openhands(events: list[LLMConvertibleEvent], originals: list[Message]) 
     result: list[Message] = []
     for event in events:
         if isinstance(event, CondensationSummaryEvent):
-            _append(result, {"role": "user", "content": event.summary})
+            append_joined(result, {"role": "user", "content": event.summary})
             continue
         position = int(event.id.split(".")[0])
         original = originals[position]
         if kept[position] == expected[position]:
             if not result or result[-1] is not original:
-                _append(result, original)
+                append_joined(result, original)
         else:
-            _append(result, {"role": original["role"], "content": _blocks_of(event, original)})
+            append_joined(result, {"role": original["role"], "content": _blocks_of(event, original)})
     return result
 
 
@@ -190,21 +190,6 @@ def _blocks_of(event: LLMConvertibleEvent, original: Message) -> list[dict[str, 
         return [b for b in content if b["type"] == "tool_result" and b["tool_use_id"] == event.tool_call_id]
     k = int(event.id.partition(".")[2] or 0)
     return [content[k]]
-
-
-def _append(result: list[Message], message: Message) -> None:
-    if result and result[-1]["role"] == message["role"]:
-        previous, content = result[-1]["content"], message["content"]
-        if isinstance(previous, str) and isinstance(content, str):
-            result[-1] = {"role": message["role"], "content": f"{previous}\n\n{content}"}
-        else:
-            result[-1] = {"role": message["role"], "content": _as_blocks(previous) + _as_blocks(content)}
-    else:
-        result.append(message)
-
-
-def _as_blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
 OPTIONS = frozenset({"keep_first", "max_size", "minimum_progress"})
