@@ -176,3 +176,14 @@ def test_the_real_logs_are_audited(capsys):
     assert result.skipped == [] and result.sessions == result.files > 0
     assert result.sessions_without_compactions == result.sessions  # these logs hold no compaction
     assert result.verdict.startswith("no recorded compaction")
+
+
+def test_a_rule_on_a_folder_named_in_words_covers_the_files_under_it(tmp_path):
+    write, suffix = WRITERS["claude-code"]
+    events = [User("Fix the ledger. Don't touch the migrations folder."), Edit("payments/ledger.py")]
+    events += [Edit("app/migrations/0002_currency.py"), Edit("app/mymigrations/notes.py")]
+    (tmp_path / f"s{suffix}").write_text(write(events))
+    (timeline,), _ = read_log(tmp_path / f"s{suffix}")
+    assert [(o.signal, o.position, o.what) for o in timeline.occurrences] == [
+        ("breaks_constraint", 2, "migrations folder")
+    ]

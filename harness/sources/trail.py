@@ -19,6 +19,7 @@ READ_TOOLS = {"read", "view", "open", "read_file", "cat", "open_file", "view_fil
 _READS = re.compile(r"^\s*(?:cat|head|tail|less|more|bat|nl|sed -n \S+)\s+(?:-\S+\s+)*([\w./-]+\.\w+)\s*$")
 
 _PATHLIKE = re.compile(r"/|\.\w{1,6}$")
+_FOLDER = re.compile(r"([\w.-]+) (?:folder|directory|dir)\b", re.IGNORECASE)  # "the migrations folder"
 _RUNS = {"run", "use", "call", "invoke", "execute", "install"}  # verbs whose object starts with a program
 _TAG = re.compile(r"^</?[\w-]+>$")
 Attempt = tuple[str, dict[str, Any]]  # (tool, input) of a call
@@ -26,10 +27,11 @@ Attempt = tuple[str, dict[str, Any]]  # (tool, input) of a call
 
 def forbids(rule: str, verb: str = "") -> tuple[set[str], set[str]]:
     """The paths and the tools or programs a rule forbids: a word of it that looks like a path, else
-    a rule of one word (a tool or program), else the first word after "run", "use"... ("never run
-    npm install": npm)."""
+    a folder it names ("the migrations folder": migrations/), else a rule of one word (a tool or
+    program), else the first word after "run", "use"... ("never run npm install": npm)."""
     words = rule.strip().split()
     paths = {path(word.strip("`'\"")) for word in words if _PATHLIKE.search(word.strip("`'\""))}
+    paths |= {f"{name}/" for name in _FOLDER.findall(rule)}
     if paths:
         return paths, set()
     if len(words) == 1 or (words and verb.lower() in _RUNS):
@@ -63,8 +65,16 @@ def breaks(
     """A call (what it `touches`) changes a forbidden path or a file under a forbidden folder, or runs
     a forbidden tool or program."""
     written, run = touched
-    under = any(f == p or f.startswith(p.rstrip("/") + "/") for f in written for p in paths)
-    return under or bool(run & tools)
+    return any(_under(f, p) for f in written for p in paths) or bool(run & tools)
+
+
+def _under(file: str, rule: str) -> bool:
+    """The file is the forbidden path, or under the forbidden folder; a folder named by itself
+    ("migrations/") is any folder of that name."""
+    folder = rule.rstrip("/")
+    if file == rule or file.startswith(folder + "/"):
+        return True
+    return rule.endswith("/") and "/" not in folder and f"/{folder}/" in f"/{file}"
 
 
 def changed(call: Call) -> set[str]:
