@@ -187,3 +187,16 @@ def test_a_rule_on_a_folder_named_in_words_covers_the_files_under_it(tmp_path):
     assert [(o.signal, o.position, o.what) for o in timeline.occurrences] == [
         ("breaks_constraint", 2, "migrations folder")
     ]
+
+
+def test_reading_another_part_of_a_file_is_no_re_read():
+    from harness.sources.importers.session import Call
+    from harness.sources.trail import Trail
+
+    trail = Trail()
+    trail.see(Call("Read", {"file_path": "big.py", "offset": 1, "limit": 100}, "..."), 0)
+    assert trail.reread_since("Read", {"file_path": "big.py", "offset": 101, "limit": 100}) is None
+    assert trail.reread_since("Read", {"file_path": "big.py", "offset": 1, "limit": 100}) == 0
+    trail.see(Call("bash", {"command": "sed -n 1,40p big.py"}, "..."), 1)
+    assert trail.reread_since("bash", {"command": "sed -n 41,80p big.py"}) is None
+    assert trail.reread_since("bash", {"command": "sed -n 1,40p big.py"}) == 1

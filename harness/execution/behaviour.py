@@ -25,7 +25,7 @@ from ..inputs.probes import Probe
 from ..inputs.scenario import Scenario
 from ..sources.importers.derive import plan_of
 from ..sources.importers.session import Call
-from ..sources.trail import Trail, breaks, forbids, read_path, same_attempt, touches
+from ..sources.trail import Trail, breaks, forbids, read_key, same_attempt, touches
 
 CHECKS = ("breaks_constraint", "redoes_finished", "repeats_failure", "rereads")
 
@@ -39,7 +39,7 @@ class Situation:
     finished: frozenset[str] = frozenset()  # plan items finished by the cut
     finishing: tuple[tuple[str, dict[str, Any]], ...] = ()  # the changes that finished them: (tool, input)
     failed: tuple[tuple[str, dict[str, Any]], ...] = ()  # failed calls with nothing changed since
-    unchanged_reads: frozenset[str] = frozenset()  # files read and not changed since
+    unchanged_reads: frozenset[tuple[str, str]] = frozenset()  # (file, part) read and not changed since
 
     def nothing_to_check(self) -> dict[str, bool]:
         return {
@@ -92,7 +92,7 @@ def check(step: Action, at: Situation) -> dict[str, bool | None]:
         "redoes_finished": (plan is not None and any(item in plan[0] and item not in plan[1] for item in at.finished))
         or (tool, arguments) in at.finishing,
         "repeats_failure": any(same_attempt(tool, arguments, f) for f in at.failed),
-        "rereads": read_path(tool, arguments) in at.unchanged_reads,
+        "rereads": read_key(tool, arguments) in at.unchanged_reads,
     }
     return {
         name: None if empty else bool(went_wrong and went_wrong[name]) for name, empty in at.nothing_to_check().items()

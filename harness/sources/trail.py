@@ -16,7 +16,11 @@ from .importers.derive import EDIT_TOOLS, SHELL_TOOLS, applied, plan_of, took_ef
 from .importers.session import Call
 
 READ_TOOLS = {"read", "view", "open", "read_file", "cat", "open_file", "view_file"}
-_READS = re.compile(r"^\s*(?:cat|head|tail|less|more|bat|nl|sed -n \S+)\s+(?:-\S+\s+)*([\w./-]+\.\w+)\s*$")
+_READS = re.compile(  # a shell line that prints one file, with the part it prints: sed's range, head's count
+    r"^\s*(?:cat|less|more|bat|nl|sed -n (\S+)|(?:head|tail)(?:\s+-n)?(?:\s+(-?\d+))?)"
+    r"\s+(?:-\S+\s+)*([\w./-]+\.\w+)\s*$"
+)
+_RANGE_KEYS = ("offset", "limit", "view_range", "start_line", "end_line", "line_start", "line_end")
 
 _PATHLIKE = re.compile(r"/|\.\w{1,6}$")
 _FOLDER = re.compile(r"([\w.-]+) (?:folder|directory|dir)\b", re.IGNORECASE)  # "the migrations folder"
@@ -44,13 +48,16 @@ def command_line(arguments: dict[str, Any]) -> str | None:
     return line if isinstance(line, str) else None
 
 
-def read_path(tool: str, arguments: dict[str, Any]) -> str | None:
-    """The file a call reads: a read tool's target, or a shell line that prints one file."""
+def read_key(tool: str, arguments: dict[str, Any]) -> tuple[str, str] | None:
+    """What a call reads: the file, and the part of it where the call names one (a read tool's
+    offset and limit or view range; `sed -n 10,40p`), so reading another part is no re-read."""
     if tool.lower() in READ_TOOLS:
-        return target(tool, arguments)
+        found = target(tool, arguments)
+        part = ":".join(str(arguments[k]) for k in _RANGE_KEYS if arguments.get(k) is not None)
+        return (found, part) if found else None
     line = command_line(arguments) if tool.lower() in SHELL_TOOLS else None
-    found = _READS.match(line.strip().splitlines()[0]) if line and line.strip() else None
-    return path(found[1]) if found else None
+    read = _READS.match(line.strip().splitlines()[0]) if line and line.strip() else None
+    return (path(read[3]), read[1] or read[2] or "") if read else None
 
 
 def touches(tool: str, arguments: dict[str, Any]) -> tuple[set[str], set[str]]:
@@ -106,7 +113,7 @@ def same_attempt(tool: str, arguments: dict[str, Any], earlier: Attempt) -> bool
 class Trail:
     """The state of a session after the calls seen so far; every entry with its step's position."""
 
-    reads: dict[str, int] = field(default_factory=dict)  # file -> step of its first read not changed since
+    reads: dict[tuple[str, str], int] = field(default_factory=dict)  # (file, part) -> its first read unchanged
     failures: list[tuple[Attempt, int, str]] = field(default_factory=list)  # failed, nothing changed since: how
     finished: dict[str, int] = field(default_factory=dict)  # plan item -> step of the plan call that finished it
     finishing: list[tuple[Attempt, int]] = field(default_factory=list)  # the changes that finished items
@@ -116,7 +123,7 @@ class Trail:
         """Follow one call, made at `step`."""
         if files := changed(call):
             self._last_change = (call.tool, call.input)
-            self.reads = {f: at for f, at in self.reads.items() if f not in files}
+            self.reads = {key: at for key, at in self.reads.items() if key[0] not in files}
             # A change makes every failed command worth trying again, and a refused edit of that file.
             self.failures = [
                 (attempt, at, how)
@@ -125,7 +132,7 @@ class Trail:
             ]
         if failed(call):
             self.failures.append(((call.tool, call.input), step, failure_of(call.result)))
-        elif (read := read_path(call.tool, call.input)) is not None:
+        elif (read := read_key(call.tool, call.input)) is not None:
             self.reads.setdefault(read, step)
         if (plan := plan_of(call)) is not None and applied(call):
             done = set(plan[1])
@@ -135,7 +142,7 @@ class Trail:
 
     def reread_since(self, tool: str, arguments: dict[str, Any]) -> int | None:
         """The step of the earlier read this call repeats (the file not changed since), or None."""
-        read = read_path(tool, arguments)
+        read = read_key(tool, arguments)
         return None if read is None else self.reads.get(read)
 
     def failure_since(self, call: Call) -> int | None:
