@@ -13,7 +13,7 @@ from auditlogs import NO_COMPACTION_WRITERS, WRITERS, Compact, Edit, Plan, Read,
 
 from harness.analysis.audit import signal_rows, verdict
 from harness.audit import audit, log_files, read_log
-from harness.audit.windows import compare
+from harness.audit.windows import compare, mentioned
 from harness.cli import main
 from harness.records.audit import SIGNALS, Compaction, CompactionAudit, Occurrence, Timeline, Window
 
@@ -113,6 +113,11 @@ def test_the_window_after_a_compaction_and_its_controls_matched_by_position():
     assert audited.dropped == []  # the summary names a.py
 
 
+def test_a_summary_names_a_file_by_its_path_or_its_name_as_a_whole_word():
+    assert mentioned("Read src/app.py first.", "src/app.py") and mentioned("app.py is done", "src/app.py")
+    assert not mentioned("tests/test_app.py fails", "src/app.py") and not mentioned("anything", "")
+
+
 def test_a_compaction_with_no_step_after_it_or_no_free_window_is_not_compared():
     at_end = Timeline("s", "f", "codex", 4, [1, 2, 3], [Compaction(4, "f:9", "")], [])
     assert compare(at_end, 3, 2) == ([], ["f:9: no agent step after it"])
@@ -161,6 +166,14 @@ def test_the_audit_of_a_folder_of_mixed_formats_names_and_skips_a_bad_file(tmp_p
     for audited in result.compactions:
         assert audited.after.counts == dict.fromkeys(SIGNALS, 1)  # positions 6-10: one of each
         assert len(audited.controls) == 4
+        # The summary names tests/test_app.py only: each thing the agent went back to is not in it.
+        assert [o.what for o in audited.dropped] == [
+            "src/app.py",
+            "pytest tests/test_app.py",
+            "config/settings.py",
+            "As I said, never edit config/settings.py.",
+            "fix the parser",
+        ]
     out = tmp_path / "out"
     assert main(["audit", str(tmp_path), "--window", "4", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out

@@ -23,7 +23,7 @@ from ..records.audit import Compaction, Occurrence, Timeline
 from ..sources.importers.derive import lifts, prohibitions
 from ..sources.importers.redact import redact_text
 from ..sources.importers.session import PLACEHOLDERS, Call, Session, person_said
-from ..sources.trail import Trail, breaks, failed, forbids, touches
+from ..sources.trail import Trail, breaks, failed, forbids, read_key, touches
 
 _REMINDER = re.compile(
     r"\b(?:I(?:'ve| have)? (?:already|just) (?:told|said|asked|mentioned|explained)|as I (?:said|mentioned|"
@@ -34,6 +34,7 @@ _REMINDER = re.compile(
 _SENTENCE = re.compile(r"[^.!?\n]+")
 MIN_SENTENCE_WORDS = 6
 MAX_WHAT = 160  # characters of a quoted object
+MAX_SUMMARY = 4000  # characters of a recorded summary kept to show beside what was lost
 
 
 def _short(text: str) -> str:
@@ -53,7 +54,6 @@ def _sentences(said: str) -> set[str]:
 @dataclass
 class _Rule:
     position: int
-    where: str
     text: str
     paths: set[str]
     tools: set[str]
@@ -113,7 +113,7 @@ class _Reader:
             self.said.setdefault(f"{verb.lower()} {obj.lower()}", position)
             paths, tools = forbids(obj, verb)
             if paths or tools:
-                self.rules.append(_Rule(position, self.where(position), obj, paths, tools))
+                self.rules.append(_Rule(position, obj, paths, tools))
         for sentence in _sentences(said):
             self.said.setdefault(sentence, position)
         if self.first_user is None:
@@ -128,7 +128,7 @@ class _Reader:
             action = of_call(tool, arguments)
             what = action.target or action.key  # the file, the command: what the summary may name
             if (since := self.trail.reread_since(tool, arguments)) is not None:
-                self.note("rereads", position, since, what)
+                self.note("rereads", position, since, (read_key(tool, arguments) or (what,))[0])
             if failed(call) and (since := self.trail.failure_since(call)) is not None:
                 self.note("repeats_failure", position, since, what)
             touched = touches(tool, arguments) if self.rules else (set(), set())
@@ -136,16 +136,13 @@ class _Reader:
                 if breaks(touched, rule.paths, rule.tools):
                     self.note("breaks_constraint", position, rule.position, rule.text)
             if (since := self.trail.finished_since(tool, arguments)) is not None:
-                self.note("redoes_finished", position, since, what)
+                self.note("redoes_finished", position, since, ", ".join(self.trail.undone(tool, arguments)) or what)
             self.trail.see(call, position)
 
     def timeline(self) -> Timeline:
         return Timeline(
             self.session.id, self.source, self.format, len(self.wheres), self.steps, self.compactions, self.occurrences
         )
-
-
-MAX_SUMMARY = 4000  # characters of a recorded summary kept to show beside what was lost
 
 
 def _short_summary(summary: str) -> str:

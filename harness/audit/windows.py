@@ -10,6 +10,7 @@ window: the same session's moments without a compaction, matched by position.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections import Counter
 
@@ -30,9 +31,11 @@ def window(timeline: Timeline, moment: int, end: int, steps: int, keep: bool = F
 
 
 def mentioned(summary: str, what: str) -> bool:
-    """The summary names the object of an occurrence: the whole of it, or a path's file name."""
-    text, what = summary.lower(), what.lower().strip()
-    return bool(what) and (what in text or (("/" in what) and what.rsplit("/", 1)[1] in text))
+    """The summary names the object of an occurrence, as a whole word: all of it, or a path's file
+    name (`app.py` is not named by `test_app.py`)."""
+    what = what.strip()
+    names = [what, what.rsplit("/", 1)[1]] if "/" in what and " " not in what else [what]
+    return any(name and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", summary, re.IGNORECASE) for name in names)
 
 
 def compare(timeline: Timeline, steps: int, controls: int) -> tuple[list[CompactionAudit], list[str]]:

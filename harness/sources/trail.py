@@ -154,10 +154,14 @@ class Trail:
             default=None,
         )
 
+    def undone(self, tool: str, arguments: dict[str, Any]) -> dict[str, int]:
+        """The finished plan items a plan call sets back to pending or in progress, with the steps
+        that finished them."""
+        plan = plan_of(Call(tool, arguments))
+        return {item: at for item, at in self.finished.items() if plan and item in plan[0] and item not in plan[1]}
+
     def finished_since(self, tool: str, arguments: dict[str, Any]) -> int | None:
         """The step that finished what this call undoes or redoes, or None: a plan call setting a
         finished item back to pending or in progress, or the change that finished one made again."""
-        plan = plan_of(Call(tool, arguments))
-        undone = [at for item, at in self.finished.items() if plan and item in plan[0] and item not in plan[1]]
         redone = [at for attempt, at in self.finishing if attempt == (tool, arguments)]
-        return min(undone + redone, default=None)
+        return min([*self.undone(tool, arguments).values(), *redone], default=None)
