@@ -5,6 +5,7 @@ to open, each beside its recorded summary and what the agent went looking for th
 from __future__ import annotations
 
 import html
+from pathlib import PurePath
 
 import pandas as pd
 
@@ -75,10 +76,16 @@ def worst(result: AuditResult, n: int = WORST) -> list[CompactionAudit]:
     )[:n]
 
 
+def _at(audited: CompactionAudit, where: str) -> str:
+    """A place in the log with the log's path as given, so it can be opened (`logs/s.jsonl:15`)."""
+    name = PurePath(audited.source).name
+    return audited.source + where[len(name) :] if where.startswith(name + ":") else where
+
+
 def _events(audited: CompactionAudit) -> list[str]:
     dropped = {id(o) for o in audited.dropped}
     return [
-        f"{o.where}: {SIGNALS[o.signal]}: {o.what} (before: {o.earlier})"
+        f"{_at(audited, o.where)}: {SIGNALS[o.signal]}: {o.what} (before: {_at(audited, o.earlier)})"
         + (" — the summary does not name it" if id(o) in dropped and o.signal != "user_repeats" else "")
         for o in audited.after.occurrences
     ]
@@ -98,7 +105,7 @@ def audit_markdown(result: AuditResult) -> str:
         parts += [markdown_table(session_table(result)), ""]
         parts += ["## The worst compactions", ""]
         for audited in worst(result):
-            parts += [f"### {audited.compaction.where} ({audited.session})", ""]
+            parts += [f"### {_at(audited, audited.compaction.where)} ({audited.session})", ""]
             parts += [f"- {line}" for line in _events(audited) or ["no signal in the window after it"]]
             parts += ["", "Recorded summary:", "", "> " + _summary(audited).replace("\n", "\n> "), ""]
     return "\n".join(parts)
@@ -119,7 +126,7 @@ def audit_html(result: AuditResult) -> str:
         for audited in worst(result):
             events = "".join(f"<li>{e(line)}</li>" for line in _events(audited)) or "<li>no signal after it</li>"
             sections += [
-                f"<h3>{e(audited.compaction.where)} ({e(audited.session)})</h3><ul>{events}</ul>",
+                f"<h3>{e(_at(audited, audited.compaction.where))} ({e(audited.session)})</h3><ul>{events}</ul>",
                 f"<p>Recorded summary:</p><pre>{e(_summary(audited))}</pre>",
             ]
     return html_page("Audit of recorded compactions", "".join(sections))
