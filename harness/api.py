@@ -1,4 +1,5 @@
-"""The harness from Python: load an eval, run it, compare two variants, gate a run against a baseline.
+"""The harness from Python: load an eval, run it, compare two variants, gate a run against a baseline;
+audit agent logs.
 
     from harness import api
 
@@ -20,15 +21,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from . import audit as _audit
 from .analysis import gate as _gate
 from .analysis.compare import Comparison, compare_variants
 from .execution.evals import Eval, load_eval
 from .execution.executors import execute
 from .inputs.evalfile import GateSettings
 from .records import Run, load_run
+from .records.audit import AuditResult
 from .records.folder import record_baseline
 
 __all__ = [
+    "AuditResult",
     "Comparison",
     "Eval",
     "GateSettings",
@@ -37,6 +41,7 @@ __all__ = [
     "compare",
     "gate",
     "load_eval",
+    "audit",
     "baseline",
     "open_run",
     "run",
@@ -96,3 +101,9 @@ def gate(candidate: Run, baseline: str | Path, *, against: str | None = None, **
     Raises `CannotJudge` when the two cannot be compared at all."""
     settings = _gate.manifest_settings(candidate.about, **thresholds)
     return _gate.evaluate(_gate.load_baseline(Path(baseline)), candidate, settings, against)
+
+
+def audit(*paths: str | Path, window: int = 10, controls: int = 4, format: str | None = None) -> AuditResult:
+    """What compaction already cost in agent logs (`harness audit`, docs/audit.md): the signals after
+    each recorded compaction against control windows of the same sessions. No model is called."""
+    return _audit.audit([str(p) for p in paths], window, controls, format)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from auditlogs import NO_COMPACTION_WRITERS, WRITERS, Compact, Edit, Plan, Read, Run, User, swe_agent
 
+from harness import api
 from harness.analysis.audit import signal_rows, verdict
 from harness.audit import audit, log_files, read_log
 from harness.audit.windows import compare, mentioned
@@ -178,6 +179,7 @@ def test_the_audit_of_a_folder_of_mixed_formats_names_and_skips_a_bad_file(tmp_p
     assert main(["audit", str(tmp_path), "--window", "4", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "too few compactions to tell" in printed and "re-read" in printed and SECRET not in printed
+    assert api.audit(tmp_path, window=4).compactions == result.compactions  # the same from Python
     data = json.loads((out / "audit.json").read_text())
     assert data["sessions"] == 4 and len(data["compactions"]) == 3
     assert SECRET not in (out / "audit.html").read_text() + (out / "audit.md").read_text()
