@@ -215,3 +215,20 @@ def test_reading_another_part_of_a_file_is_no_re_read():
     trail.see(Call("bash", {"command": "sed -n 1,40p big.py"}, "..."), 1)
     assert trail.reread_since("bash", {"command": "sed -n 41,80p big.py"}) is None
     assert trail.reread_since("bash", {"command": "sed -n 1,40p big.py"}) == 1
+
+
+@pytest.mark.parametrize(
+    ("written", "rule", "broken"),
+    [
+        ("/home/me/repo/src/config.py", "src/config.py", True),  # Claude Code writes absolute paths
+        ("src/myconfig.py", "config.py", False),
+        ("app/migrations/0001.py", "migrations/", True),
+        ("app/mymigrations/0001.py", "migrations/", False),
+        ("/opt/etc/hosts", "/etc/", False),  # an absolute rule holds where it says
+    ],
+)
+def test_a_relative_rule_holds_wherever_its_path_sits(written, rule, broken):
+    from harness.sources.trail import breaks, touches
+
+    edit = touches("Edit", {"file_path": written, "old_string": "a", "new_string": "b"})
+    assert breaks(edit, {rule}, set()) is broken

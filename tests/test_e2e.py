@@ -428,7 +428,8 @@ def test_the_frameworks_eval_on_the_embedded_model(tmp_path, capsys):
     eval_file = root / "evals" / "frameworks.yaml"
     sessions = ["coding-1-000", "marshmallow-1867", "claude_code_session"]
     chosen = [arg for scenario in sessions for arg in ("--scenario", scenario)]
-    assert main(["run", str(eval_file), "--model", FAST, *chosen, "--results", str(tmp_path), "--quiet"]) == 0
+    run = ["run", str(eval_file), "--model", FAST, *chosen, "--no-probes", "--results", str(tmp_path), "--quiet"]
+    assert main(run) == 0
     run_dir = next((tmp_path / "runs").iterdir())
     retention = read_jsonl(run_dir / "retention.jsonl")
     played = [row["case"].split("/") for row in read_jsonl(run_dir / "cases.jsonl")]
@@ -448,6 +449,10 @@ def test_the_frameworks_eval_on_the_embedded_model(tmp_path, capsys):
     packages = {name: info["packages"] for name, info in manifest["strategies"].items()}
     assert "inspect_ai" in packages[frameworks[0]] and "langchain" in packages[frameworks[3]]  # which release ran
     assert "openhands-sdk" in packages[frameworks[4]]
+    # The next step after each of their compactions, at the cuts in a tool loop, beside the full history's.
+    steps = read_jsonl(run_dir / "actions.jsonl")
+    for strategy in frameworks:
+        assert any(s["strategy"] == strategy and s["compacted"] for s in steps), strategy
 
 
 def test_the_recovery_arm_on_the_embedded_model(tmp_path):

@@ -76,12 +76,14 @@ def breaks(
 
 
 def _under(file: str, rule: str) -> bool:
-    """The file is the forbidden path, or under the forbidden folder; a folder named by itself
-    ("migrations/") is any folder of that name."""
+    """The file is the forbidden path or under the forbidden folder. A relative rule holds wherever
+    the path it names sits ("src/config.py" forbids /home/me/repo/src/config.py; "migrations/", any
+    migrations folder)."""
     folder = rule.rstrip("/")
-    if file == rule or file.startswith(folder + "/"):
-        return True
-    return rule.endswith("/") and "/" not in folder and f"/{folder}/" in f"/{file}"
+    if rule.startswith("/"):
+        return file == folder or file.startswith(folder + "/")
+    padded = "/" + file
+    return padded.endswith("/" + folder) or f"/{folder}/" in padded
 
 
 def changed(call: Call) -> set[str]:
