@@ -232,3 +232,13 @@ def test_a_relative_rule_holds_wherever_its_path_sits(written, rule, broken):
 
     edit = touches("Edit", {"file_path": written, "old_string": "a", "new_string": "b"})
     assert breaks(edit, {rule}, set()) is broken
+
+
+def test_a_change_by_absolute_path_makes_a_relative_read_worth_repeating():
+    from harness.sources.importers.session import Call
+    from harness.sources.trail import Trail
+
+    trail = Trail()
+    trail.see(Call("bash", {"command": "cat src/a.py"}, "x = 1"), 0)
+    trail.see(Call("Edit", {"file_path": "/repo/src/a.py", "old_string": "1", "new_string": "2"}, "ok"), 1)
+    assert trail.reread_since("bash", {"command": "cat src/a.py"}) is None

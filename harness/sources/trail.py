@@ -86,6 +86,12 @@ def _under(file: str, rule: str) -> bool:
     return padded.endswith("/" + folder) or f"/{folder}/" in padded
 
 
+def same_file(a: str, b: str) -> bool:
+    """Two paths name the same file, one relative and one absolute as agents mix them
+    (`src/a.py`, `/repo/src/a.py`)."""
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
 def changed(call: Call) -> set[str]:
     """The files a call changed (nothing, if it was refused)."""
     return {path(p) for p in written_files(call)} if took_effect(call) else set()
@@ -125,7 +131,7 @@ class Trail:
         """Follow one call, made at `step`."""
         if files := changed(call):
             self._last_change = (call.tool, call.input)
-            self.reads = {key: at for key, at in self.reads.items() if key[0] not in files}
+            self.reads = {key: at for key, at in self.reads.items() if not any(same_file(key[0], f) for f in files)}
             # A change makes every failed command worth trying again, and a refused edit of that file.
             self.failures = [
                 (attempt, at, how)
