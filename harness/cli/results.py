@@ -76,6 +76,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+SESSIONS_PRINTED = 20  # the session table on the terminal: the worst; the files hold every session
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from ..audit import audit
     from ..records.audit import as_json
@@ -87,7 +90,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise InputError(
             " ".join(args.paths), "no log could be read: " + ("; ".join(result.skipped) or "no log file found")
         )
-    print(audit_markdown(result))
+    print(audit_markdown(result, sessions=SESSIONS_PRINTED))
     out = writable_folder(args.out, "--out")
     written = {"json": out / "audit.json", "markdown": out / "audit.md", "html": out / "audit.html"}
     written["json"].write_text(as_json(result))

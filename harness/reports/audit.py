@@ -54,9 +54,13 @@ def signal_table(result: AuditResult) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def session_table(result: AuditResult) -> pd.DataFrame:
+def session_table(result: AuditResult, limit: int | None = None) -> pd.DataFrame:
+    """A row a session; with `limit`, the sessions with the most occurrences after compactions first."""
+    sessions = result.per_session
+    if limit is not None:
+        sessions = sorted(sessions, key=lambda s: (-sum(s.after.values()), -s.compactions))[:limit]
     rows = {}
-    for s in result.per_session:
+    for s in sessions:
         counts = {SIGNALS[k]: f"{s.after[k]} / {s.control[k]:.1f}" if s.compactions else "-" for k in SIGNALS}
         anywhere = ", ".join(f"{n} {SIGNALS[k]}" for k, n in s.anywhere.items() if n) or "none"
         rows[f"{s.session} ({s.source})"] = {
@@ -96,18 +100,26 @@ def _summary(audited: CompactionAudit) -> str:
     return text if len(text) <= SUMMARY_SHOWN else text[:SUMMARY_SHOWN] + " [...]"
 
 
-def audit_markdown(result: AuditResult) -> str:
+SESSIONS = "Sessions (occurrences after compactions / in their control windows)"
+SIGNALS_TITLE = "Signals after compaction vs the same sessions' other moments"
+
+
+def audit_markdown(result: AuditResult, sessions: int | None = None) -> str:
+    """The report; with `sessions`, the session table holds that many (the worst first)."""
     parts = ["# Audit of recorded compactions", "", *headline(result), ""]
     table = signal_table(result)
     if not table.empty:
-        parts += ["## Signals after compaction vs the same sessions' other moments", "", markdown_table(table), ""]
-        parts += ["## Sessions (occurrences after compactions / in their control windows)", ""]
-        parts += [markdown_table(session_table(result)), ""]
+        parts += [f"## {SIGNALS_TITLE}", "", markdown_table(table), ""]
+    if result.per_session:
+        parts += [f"## {SESSIONS}", "", markdown_table(session_table(result, sessions)), ""]
+        if sessions is not None and len(result.per_session) > sessions:
+            parts += [f"({len(result.per_session) - sessions:,} more sessions in audit.md and audit.json)", ""]
+    if result.compactions:
         parts += ["## The worst compactions", ""]
-        for audited in worst(result):
-            parts += [f"### {_at(audited, audited.compaction.where)} ({audited.session})", ""]
-            parts += [f"- {line}" for line in _events(audited) or ["no signal in the window after it"]]
-            parts += ["", "Recorded summary:", "", "> " + _summary(audited).replace("\n", "\n> "), ""]
+    for audited in worst(result):
+        parts += [f"### {_at(audited, audited.compaction.where)} ({audited.session})", ""]
+        parts += [f"- {line}" for line in _events(audited) or ["no signal in the window after it"]]
+        parts += ["", "Recorded summary:", "", "> " + _summary(audited).replace("\n", "\n> "), ""]
     return "\n".join(parts)
 
 
@@ -116,17 +128,15 @@ def audit_html(result: AuditResult) -> str:
     sections = ["<h1>Audit of recorded compactions</h1>", *(f"<p>{e(line)}</p>" for line in headline(result))]
     table = signal_table(result)
     if not table.empty:
+        sections += [f"<h2>{e(SIGNALS_TITLE)}</h2>", f'<div class="wide">{html_table(table)}</div>']
+    if result.per_session:
+        sections += [f"<h2>{e(SESSIONS)}</h2>", f'<div class="wide">{html_table(session_table(result))}</div>']
+    if result.compactions:
+        sections.append("<h2>The worst compactions</h2>")
+    for audited in worst(result):
+        events = "".join(f"<li>{e(line)}</li>" for line in _events(audited)) or "<li>no signal after it</li>"
         sections += [
-            "<h2>Signals after compaction vs the same sessions' other moments</h2>",
-            f'<div class="wide">{html_table(table)}</div>',
-            "<h2>Sessions (occurrences after compactions / in their control windows)</h2>",
-            f'<div class="wide">{html_table(session_table(result))}</div>',
-            "<h2>The worst compactions</h2>",
+            f"<h3>{e(_at(audited, audited.compaction.where))} ({e(audited.session)})</h3><ul>{events}</ul>",
+            f"<p>Recorded summary:</p><pre>{e(_summary(audited))}</pre>",
         ]
-        for audited in worst(result):
-            events = "".join(f"<li>{e(line)}</li>" for line in _events(audited)) or "<li>no signal after it</li>"
-            sections += [
-                f"<h3>{e(_at(audited, audited.compaction.where))} ({e(audited.session)})</h3><ul>{events}</ul>",
-                f"<p>Recorded summary:</p><pre>{e(_summary(audited))}</pre>",
-            ]
     return html_page("Audit of recorded compactions", "".join(sections))
