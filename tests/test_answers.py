@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from harness.scoring.corpus import load_corpus
-from harness.scoring.matchers import Expectation, Target
+from harness.scoring.matchers import Expectation, SetMatch, Target
 from harness.scoring.verdict import verdict
 
 CORPUS = load_corpus()
@@ -80,3 +80,18 @@ def test_a_restated_constraint_is_recall(target, answer):
 )
 def test_a_denied_or_permitted_value_is_not_recall_of_a_constraint(target, answer, result):
     assert verdict(answer, target) == result
+
+
+def test_the_items_of_a_set_constraint_are_named_by_restating_it():
+    """A prohibition's items are not denied by its own "never": the full history's answer is recall."""
+    rule = Expectation(
+        "untrusted sources, scripts",
+        matcher=SetMatch(),
+        constraint=True,
+        items=("untrusted sources", "scripts"),
+    )
+    target = Target(rule, matcher=rule.matcher)
+    full_history_answer = "Never execute scripts from untrusted sources without approval."
+    assert SetMatch().share(full_history_answer, rule) == 1.0
+    assert verdict(full_history_answer, target) == "recalled"
+    assert verdict("There is no rule against scripts from untrusted sources.", target) == "forgot"

@@ -179,3 +179,21 @@ def test_init_offers_every_starter_kind_and_only_those():
     init = next(action.choices["init"] for action in build_parser()._actions if isinstance(action.choices, dict))
     kind = next(action for action in init._actions if action.dest == "kind")
     assert list(kind.choices) == list(KINDS)
+
+
+def test_no_generated_coding_path_repeats_a_segment():
+    """Every toolchain's paths are real project paths: never `src/src/...` (nor any folder twice in a row)."""
+    from harness.sources.generators.coding import Options as CodingOptions
+    from harness.sources.generators.coding import session
+
+    path = re.compile(r"(?<![\w./-])(?:[\w.-]+/)+[\w.-]+")
+    seen = 0
+    for seed in range(3):
+        for index in range(18):  # every archetype in every toolchain
+            log, _ = session(CodingOptions(steps=28, seed=seed), index)
+            text = json.dumps([exchange.__dict__ for exchange in log.exchanges], default=lambda o: o.__dict__)
+            for found in path.findall(text):
+                segments = found.split("/")
+                assert all(a != b for a, b in zip(segments, segments[1:])), (seed, index, found)
+                seen += 1
+    assert seen > 1000

@@ -187,3 +187,34 @@ def test_cli_validate_and_schema(tmp_path, capsys):
     bad = write(tmp_path, VALID.replace("kind: number", "kind: [number]"))
     assert main(["validate", str(bad)]) == 1
     assert capsys.readouterr().err.strip() == f"error: {bad}:12: turns[0].facts[0].kind: Input should be a valid string"
+
+
+SET_RULE = """\
+id: secrets
+description: A set constraint.
+turns:
+  - user: Never paste API keys or passwords into the chat.
+    assistant: Understood.
+    facts:
+      - id: secrets
+        kind: constraint
+        match: set
+        constraint: true
+        items: [API keys, passwords]
+        probe: PROBE
+"""
+
+
+@pytest.mark.parametrize(
+    "probe, item",
+    [("What is the rule about API keys and passwords?", "API keys"), ("Which passwords rule?", "passwords")],
+)
+def test_a_probe_that_names_an_item_of_its_own_answer_is_refused(tmp_path, probe, item):
+    error = rejection(tmp_path, SET_RULE.replace("PROBE", probe))
+    assert (error.line, error.field) == (12, "turns[0].facts[0].probe")
+    assert f"contains {item!r}, an item of its own answer" in error.message
+
+
+def test_a_probe_that_names_no_item_is_accepted(tmp_path):
+    scenario = load_scenario(write(tmp_path, SET_RULE.replace("PROBE", "What must never go into the chat?")))
+    assert probes(scenario)[0].constraint

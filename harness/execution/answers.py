@@ -13,6 +13,7 @@ from ..messages import Message, render_message
 from ..models.client import Usage
 from ..records.schema import OVERFLOWED, ProbeRecord
 from ..scoring.matchers import SetMatch, states
+from ..scoring.polarity import Reading
 from ..scoring.verdict import verdict
 from . import recovery
 from .cases import first_verbatim_turn
@@ -75,7 +76,7 @@ class Scorer:
         record.f1 = fact.target.matcher.score(answer, expected)
         record.extras = fact.target.matcher.extras(answer, expected)
         for item in record.items or []:
-            item["named"] = expected.matcher.names(answer, item["item"], within=False)
+            item["named"] = expected.matcher.names(answer, item["item"], within=False, constraint=expected.constraint)
         record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
         record.cache_read_tokens, record.latency_s, record.cached = (
             usage.cache_read_tokens,
@@ -116,6 +117,10 @@ class Scorer:
             1 for c in compactions if c.event.folded_messages and c.first_verbatim_turn > fact.changed_turn
         )
         record.in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
+        if record.in_summary is not None and expected is not None:  # a rule is in the summary only as a rule
+            reading = fact.reading(summaries[-1], fact.changed_turn, expected) if record.in_summary else None
+            record.summary_reading = str(reading or Reading.DROPPED) if fact.rule else None
+            record.in_summary = record.in_summary and reading in (None, Reading.KEPT)
         folds = [c for c in compactions if c.event.folded_messages]
         unidentified = (
             bool(folds)

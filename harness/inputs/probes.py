@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..scoring.matchers import Expectation, Target
+from ..scoring.polarity import Reading, RuleKind, read_rule
 from .scenario import Fact, Scenario, Value
 
 
@@ -25,6 +26,18 @@ class Probe:
     constraint: bool = False  # a negative constraint: restating the prohibition is recall
     probe_at: int | None = None  # asked before this turn is played; None: after the conversation
     item_turns: tuple[int, ...] = ()  # a set that grows: each item's planting turn (values: the items so far)
+    said: tuple[tuple[int, str], ...] = ()  # (turn, text) of each turn that set a value: the rule's own words
+
+    @property
+    def rule(self) -> RuleKind | None:
+        """A rule is read with its polarity in a summary (`scoring.polarity`): a user's constraint, a decision."""
+        return "constraint" if self.constraint else "decision" if self.kind == "decision" else None
+
+    def reading(self, text: str, value_turn: int, expected: Expectation) -> Reading | None:
+        """What a summary keeps of this fact's rule, set at `value_turn` (None: the fact is no rule)."""
+        if self.rule is None:
+            return None
+        return read_rule(text, expected, self.rule, dict(self.said).get(value_turn, ""))
 
     def value_before(self, turn: int) -> tuple[int, Expectation] | None:
         """The value the fact had before `turn` (and the turn that set it), if it was planted by then;
@@ -94,6 +107,7 @@ def probes(scenario: Scenario) -> list[Probe]:
                 constraint,
                 fact.probe_at,
                 tuple(fact.item_turns),
+                tuple((t, scenario.turns[t].text()) for t, _ in values),
             )
         )
     return result

@@ -34,6 +34,7 @@ from ..scoring.matchers import (
     Expectation,
     Matcher,
     ScoringError,
+    item_forms,
     mentions,
     states,
 )
@@ -518,6 +519,10 @@ def _check_fact(doc: LocatedYaml, loc: Loc, fact: Fact, text: str, where: str) -
     leaked = [v for v in (fact.answer, *fact.aliases) if v and mentions(fact.probe, v, fact.tolerance)]
     if leaked:
         raise doc.error(loc + ("probe",), f"the probe contains its own answer {leaked[0]!r}")
+    # A set's or a plan's item in the probe is part of the answer given away ("... API keys and passwords?").
+    given = [item for item in fact.items if any(mentions(fact.probe, form) for form in item_forms(item))]
+    if given:
+        raise doc.error(loc + ("probe",), f"the probe contains {given[0]!r}, an item of its own answer")
     expected = fact.target_expectation()
     if fact.match == "exact":  # free-form (f1) answers are scored by overlap, not by phrase
         _check_distinctive(

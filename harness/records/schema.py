@@ -98,6 +98,7 @@ class ProbeRecord(CaseRow):
     location: str | None = None  # at probe time: verbatim, summary, gone; none (no history)
     compactions: int | None = None  # compactions that folded the fact
     in_summary: bool | None = None  # the last summary states the value; None: no summary
+    summary_reading: str | None = None  # a rule's reading in the last summary (kept, weakened, contradicted, dropped)
     answer: str | None = None
     f1: float | None = None  # the matcher's graded score (token F1 for `match: f1`, the share named for `set`)
     extras: int | None = None  # `match: set`: paths the answer names that are none of the items
@@ -133,6 +134,9 @@ class RetentionRecord(CaseRow):
     credit: float | None = None  # a set fact: the share of its items the summary names (partial credit)
     missing: list[str] | None = None  # a set fact: its folded items the summary does not name
     stale: bool | None = None  # a changed constraint: the summary still forbids what the user lifted (not retained)
+    # A rule (a constraint, a decision) as the summary states it: kept, weakened, contradicted or dropped
+    # (`scoring.polarity`); only kept is retained. None: the fact is no rule, or nothing was left to read.
+    reading: str | None = None
 
 
 @dataclass(kw_only=True)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
-from .matchers import Expectation, Target
+from .matchers import ExactMatch, Expectation, Matcher, SetMatch, Target, TokenF1
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,35 @@ def _shape(value: str) -> str:
         if re.fullmatch(pattern, value):
             return shape
     return "words"
+
+
+@dataclass(frozen=True)
+class LabelledRule:
+    """A summary's reading of one rule, as a person gives it (`rules.yaml`)."""
+
+    kind: Literal["constraint", "decision"]
+    said: str  # the words that stated the rule
+    expectation: Expectation
+    summary: str
+    reading: str  # kept, weakened, contradicted or dropped
+
+
+def load_rule_corpus() -> list[LabelledRule]:
+    data = yaml.safe_load(resources.files("harness.scoring").joinpath("rules.yaml").read_text(encoding="utf-8"))
+    out = []
+    for rule in data["rules"]:
+        fact = rule["fact"]
+        matcher: Matcher = TokenF1(fact.get("f1_threshold", 0.5)) if fact.get("match") == "f1" else ExactMatch()
+        items = tuple(fact.get("items", []))
+        expectation = Expectation(
+            str(fact.get("answer", ", ".join(items))),
+            tuple(map(str, fact.get("aliases", []))),
+            matcher=SetMatch() if items else matcher,
+            constraint=rule["kind"] == "constraint",
+            items=items,
+        )
+        out += [
+            LabelledRule(rule["kind"], rule["said"], expectation, summary, reading)
+            for reading, summary in rule["summaries"]
+        ]
+    return out

@@ -159,14 +159,16 @@ class SetMatch:
 
     threshold: float = 0.5
 
-    def names(self, text: str, item: str, within: bool = True) -> bool:
+    def names(self, text: str, item: str, within: bool = True, constraint: bool = False) -> bool:
         """Whether `text` names one item (a path also by its file name): mentioned (a summary), or
-        affirmed (`within=False`, an answer)."""
-        said = mentions if within else affirms
-        return any(said(text, form) for form in _forms(item))
+        affirmed (`within=False`, an answer). The items of a prohibition (`constraint`) are affirmed
+        by restating it: "never run scripts from untrusted sources" names "untrusted sources"."""
+        if within:
+            return any(mentions(text, form) for form in item_forms(item))
+        return any(affirms(text, form, constraint=constraint) for form in item_forms(item))
 
     def share(self, text: str, expectation: Expectation, within: bool = False) -> float:
-        named = [self.names(text, item, within) for item in expectation.items]
+        named = [self.names(text, item, within, expectation.constraint) for item in expectation.items]
         return sum(named) / len(named) if named else 0.0
 
     def states(self, text: str, expectation: Expectation, within: bool = False) -> bool:
@@ -178,12 +180,12 @@ class SetMatch:
     def extras(self, answer: str, expectation: Expectation | None) -> int | None:
         if expectation is None:
             return None
-        known = {normalize(form) for item in expectation.items for form in _forms(item)}
+        known = {normalize(form) for item in expectation.items for form in item_forms(item)}
         return len({normalize(p) for p in _PATH.findall(answer)} - known)
 
 
-def _forms(item: str) -> list[str]:
-    """How an answer may name an item: as written, or a path by its file name."""
+def item_forms(item: str) -> list[str]:
+    """How a text may name an item: as written, or a path by its file name."""
     name = item.rstrip("/").rsplit("/", 1)[-1]
     return [item, name] if name != item and "." in name else [item]
 

@@ -35,7 +35,7 @@ class Toolchain:
     install: str  # the command that installs dependencies
     serve: str  # the command that starts the development server
     errors: tuple[str, ...]
-    test_path: Callable[[str, str], str]  # (package, word) -> test file
+    test_path: Callable[[str, str], str]  # (the package's folder, word) -> test file
     test_command: Callable[[str], str]  # test file -> the command that runs it
     failure: Callable[[Failure, random.Random], str]
     passing: Callable[[str, int], str]  # (test file, count) -> a green run's output
@@ -146,7 +146,7 @@ TOOLCHAINS = {
         "pip install -e '.[dev]'",
         "python -m {package}.serve &",
         ("KeyError", "ValueError", "TypeError", "AttributeError", "LookupError"),
-        lambda package, word: f"tests/test_{word}.py",
+        lambda folder, word: f"tests/test_{word}.py",
         lambda test: f"pytest {test} -x --tb=native",
         _python_failure,
         lambda test, count: f"{test} {'.' * min(count, 40)}\n=== {count} passed in 0.{count % 90 + 10}s ===",
@@ -161,7 +161,7 @@ TOOLCHAINS = {
         "npm install",
         "npm run serve &",
         ("TypeError", "RangeError", "ReferenceError", "SyntaxError"),
-        lambda package, word: f"src/{package}/{word}.test.ts",
+        lambda folder, word: f"{folder}/{word}.test.ts",
         lambda test: f"npx jest {test}",
         _typescript_failure,
         lambda test, count: f" PASS  {test}\nTests:       {count} passed, {count} total",
@@ -176,7 +176,7 @@ TOOLCHAINS = {
         "go mod download",
         "go run ./cmd/serve &",
         ("runtime error", "nil map write", "index out of range"),
-        lambda package, word: f"{package}/{word}_test.go",
+        lambda folder, word: f"{folder}/{word}_test.go",
         lambda test: f"gotestsum -- ./{test.rsplit('/', 1)[0]}/",
         _go_failure,
         lambda test, count: f"ok  \texample.com/{test.rsplit('/', 1)[0]}\t0.041s\nDONE {count} tests in 1.204s",
