@@ -165,3 +165,34 @@ def test_collateral_loss_compares_verbatim_facts_with_the_ceiling_over_scenarios
     assert crowding["reading"] == "ceiling (full history) higher"
     assert harmless["verbatim facts"] == "100%" and harmless["reading"] == "not distinguishable from noise"
     assert "Collateral loss" in text_report(tmp_path / "run")
+
+
+def test_the_kind_table_and_the_losses_name_rules_the_summaries_weakened_or_reversed(tmp_path):
+    folder = crafted_run(tmp_path / "run", {"seed": 1.0}, scenarios=2, facts=1)
+    readings = ["kept", "weakened", "contradicted", "weakened"]
+    retention = [
+        {
+            "case": f"s{i}/summary/50%/seed/0",
+            "scenario": f"s{i}",
+            "strategy": "summary",
+            "budget": "50%",
+            "prompt": "seed",
+            "repeat": 0,
+            "model": MODEL,
+            "fact": f"rule-{j}",
+            "kind": "constraint",
+            "compaction": 0,
+            "retained": readings[2 * i + j] == "kept",
+            "reading": readings[2 * i + j],
+        }
+        for i in range(2)
+        for j in range(2)
+    ]
+    (folder / "retention.jsonl").write_text("".join(json.dumps(r) + "\n" for r in retention))
+    records = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
+    for record, reading in zip(records, ["contradicted", "weakened"]):
+        record.update(verdict="forgot", in_summary=False, summary_reading=reading)
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    text = text_report(folder)
+    assert "25% (1/4" in text and "2 weakened, 1 contradicted" in text
+    assert "of lost: summary weakened the rule" in text and "of lost: summary contradicted the rule" in text

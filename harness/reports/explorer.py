@@ -32,6 +32,7 @@ PROBE_FIELDS = [
     "changed_turn",
     "error",
     "constraint",
+    "summary_reading",
 ]
 
 
@@ -54,10 +55,14 @@ def explorer_data(
                 "summary": _plain(row.get("summary")),
             }
         )
-    kept: dict[str, dict[str, dict[int, bool]]] = {}
+    # Each summary's word on each fact: retained, and a rule's reading (kept, weakened, contradicted, dropped).
+    kept: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
     for row in retention[retention["case"].isin(cases) & retention["retained"].notna()].to_dict("records"):
         if _plain(row.get("compaction")) is not None:
-            kept.setdefault(row["case"], {}).setdefault(row["fact"], {})[int(row["compaction"])] = bool(row["retained"])
+            kept.setdefault(row["case"], {}).setdefault(row["fact"], {})[int(row["compaction"])] = {
+                "retained": bool(row["retained"]),
+                "reading": _plain(row.get("reading")),
+            }
     used = {p["scenario"] for p in probes}
     return {
         "probes": probes,
@@ -122,12 +127,16 @@ SCRIPT = r"""
       .filter(([c]) => c.summary !== null && c.first_verbatim_turn > p.changed_turn);
     box.append(el('div', `summaries it passed through: ${through.length}`, 'k'));
     for (const [c, i] of through) {
-      const state = i in kept ? (kept[i] ? 'states the fact' : 'does not state the fact') : '';
+      const rule = {kept: 'keeps the rule', weakened: 'weakens the rule', contradicted: 'contradicts the rule',
+                    dropped: 'does not state the rule'};
+      const state = i in kept ? (rule[kept[i].reading] || (kept[i].retained ? 'states the fact'
+                                                                              : 'does not state the fact')) : '';
       box.append(el('div', `before turn ${c.before_turn} ${state ? '(' + state + ')' : ''}`));
       box.append(marked(c.summary, p.expected, 'sum'));
     }
     box.append(el('div', 'probe', 'k'), el('div', p.question ?? '(question not recorded)', 'ans'));
-    box.append(el('div', `answer: ${p.verdict}` + (p.location ? ` (fact was ${p.location} at probe time)` : ''), 'k'));
+    box.append(el('div', `answer: ${p.verdict}` + (p.location ? ` (fact was ${p.location} at probe time` +
+      (p.summary_reading ? `; the last summary's reading of the rule: ${p.summary_reading})` : ')') : ''), 'k'));
     box.append(p.error ? el('div', p.error, 'ans') : marked(p.answer, p.expected, 'ans'));
   }
   function render() {

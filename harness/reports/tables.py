@@ -88,12 +88,23 @@ def retention_per_prompt(
 
 
 def retention_by_kind(retention: pd.DataFrame) -> pd.DataFrame:
-    """Per variant and fact kind (recall, artifact, continuation, decision, ...): retention."""
+    """Per variant and fact kind (recall, artifact, continuation, decision, ...): retention; for the
+    kinds that hold rules, how many of their readings the summaries weakened or reversed."""
     table = {
-        v: {kind: retention_rate(g).text() for kind, g in retention[retention["variant"] == v].groupby("kind")}
+        v: {kind: retention_rate(g).text() + _rule_readings(g) for kind, g in group.groupby("kind")}
         for v in variant_order(retention["variant"].unique())
+        for group in [retention[retention["variant"] == v]]
     }
     return pd.DataFrame(table).fillna("")
+
+
+def _rule_readings(group: pd.DataFrame) -> str:
+    """ "; 2 weakened, 1 contradicted" of a kind's readings (each summary's of each fact), when any."""
+    if "reading" not in group:
+        return ""
+    counts = group["reading"].value_counts()
+    said = [f"{counts[r]} {r}" for r in ("weakened", "contradicted") if counts.get(r, 0)]
+    return f"; {', '.join(said)}" if said else ""
 
 
 def set_credit(retention: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
@@ -336,6 +347,11 @@ def where_lost(df: pd.DataFrame) -> pd.DataFrame:
                 else {}
             ),
             "of lost: stale": int((lost["verdict"] == "stale").sum()),
+            **{
+                f"of lost: summary {reading} the rule": int((lost["summary_reading"] == reading).sum())
+                for reading in ("weakened", "contradicted")
+                if "summary_reading" in compacted and (compacted["summary_reading"] == reading).any()
+            },
             "of lost: abstained": int((lost["verdict"] == "abstained").sum()),
             "errors": int((group["verdict"] == "error").sum()),
             **({OVERFLOWED: int(overflowed(group, "recall").sum())} if overflowed(compacted, "recall").any() else {}),
