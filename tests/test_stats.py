@@ -89,3 +89,20 @@ def test_wilson_is_the_textbook_interval():
 @pytest.mark.parametrize("n", [3, 7, 11, 50])
 def test_wilson_bounds_are_exact_at_the_ends(n):
     assert wilson(0, n)[0] == 0.0 and wilson(n, n)[1] == 1.0  # an error bar never goes negative
+
+
+def test_a_paired_interval_of_shares_stays_within_100_points():
+    """Six clusters, five losing everything and one a little: the t interval reaches past -1; the
+    difference of two shares cannot, so the interval stops there and the test is unchanged."""
+    clusters = pd.Series(["s1", "s2", "s3", "s4", "s5", "s6"])
+    a = pd.Series([1.0, 1.0, 1.0, 1.0, 1.0, 0.5])
+    b = pd.Series([0.0, 0.0, 0.0, 0.0, 0.0, 0.4])
+    test = paired_test(a, b, clusters)
+    diffs = b - a
+    se = diffs.std(ddof=1) / math.sqrt(6)
+    t_low = diffs.mean() - scipy_stats.t.ppf(0.975, 5) * se
+    assert t_low < -1.0  # what was printed before (-112 points in the frameworks table)
+    assert test.low == -1.0 and test.high == pytest.approx(diffs.mean() + scipy_stats.t.ppf(0.975, 5) * se)
+    assert test.p_value == pytest.approx(2 * scipy_stats.t.sf(abs(diffs.mean() / se), 5))
+    up = paired_test(b, a, clusters)
+    assert up.high == 1.0 and up.low == pytest.approx(-test.high)

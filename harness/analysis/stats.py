@@ -118,7 +118,10 @@ class PairedTest:
 
 
 def paired_test(a: pd.Series, b: pd.Series, clusters: pd.Series, confidence: float = 0.95) -> PairedTest:
-    """Paired difference mean(b) - mean(a) with a cluster-robust t-test and interval."""
+    """Paired difference mean(b) - mean(a) of shares (values in [0, 1]) with a cluster-robust t-test and
+    interval. The interval is truncated to the differences shares can have, [-1, +1]: on few clusters the
+    t interval can reach past them (-112 to -31 points), and the true difference is never there, so
+    truncating keeps the coverage and the test."""
     before, after = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     sums = _cluster_sums(after - before, clusters)
     n, k = int(sums["size"].sum()), len(sums)
@@ -135,7 +138,8 @@ def paired_test(a: pd.Series, b: pd.Series, clusters: pd.Series, confidence: flo
         return PairedTest(result.mean_a, result.mean_b, n, k, difference, difference, p)
     quantile = scipy_stats.t.ppf(0.5 + confidence / 2, k - 1)
     p = float(2 * scipy_stats.t.sf(abs(difference / se), k - 1))
-    return PairedTest(result.mean_a, result.mean_b, n, k, difference - quantile * se, difference + quantile * se, p)
+    low, high = max(difference - quantile * se, -1.0), min(difference + quantile * se, 1.0)
+    return PairedTest(result.mean_a, result.mean_b, n, k, low, high, p)
 
 
 def minimum_detectable_drop(values: pd.Series, clusters: pd.Series, alpha: float, power: float) -> float | None:
