@@ -10,7 +10,7 @@ from typing import Any
 import anthropic
 
 from harness.models.backends import api_error
-from harness.models.client import Reply
+from harness.models.client import Reply, current_purpose
 
 
 class FakeClient:
@@ -20,10 +20,12 @@ class FakeClient:
     def __init__(self, reply: Callable[[dict[str, Any]], Any] | None = None, identity: str = "fake"):
         self.reply = reply or (lambda request: "ok")
         self.requests: list[dict[str, Any]] = []
+        self.purposes: list[str] = []  # each request's purpose, as tagged where it was made
         self.identity, self.sampling, self.model = identity, {}, "fake-model"
 
     def create(self, sample: int = 0, overrides: dict | None = None, **request: Any) -> Reply:
         # A snapshot, not a live reference; a sample or sampling override of the request is kept with it.
+        self.purposes.append(current_purpose())
         self.requests.append(
             json.loads(
                 json.dumps(

@@ -195,3 +195,37 @@ def test_the_report_pairs_recall_with_and_without_search(eval_file, tmp_path):
     assert row["same facts without"] == f"{(without['verdict'] == 'recalled').mean():.0%}"
     assert row["searches per probe"] == "1.00" and row["requests per probe"] == "2.00"
     assert row["reading"] == "too few scenarios to tell"  # one scenario: it says so instead of deciding
+
+
+def test_every_request_is_tagged_with_its_purpose_and_the_plan_counts_compactions_by_it(tmp_path):
+    """The recovery arm and the next step add to the agent's system prompt; neither is a compaction.
+    The plan's compaction requests are the run's summaries, one a compaction event."""
+    from pathlib import Path
+
+    from harness.execution.rehearsal import estimate, longest_reply
+
+    scenario = Path(__file__).parents[1] / "scenarios" / "agent" / "coding-1-000.yaml"
+    path = tmp_path / "tagged.yaml"
+    path.write_text(
+        f"""name: tagged
+scenarios: [{scenario}]
+budgets: ["60%"]
+cut: steps
+keep_recent: 2
+prompts: [seed]
+strategies: [summary, summary+recovery]
+probe: {{sample: 2}}
+next_action: true
+"""
+    )
+    ev = load_eval(path)
+    client = FakeClient(lambda request: longest_reply(request)["content"])
+    run_dir = run_eval(ev, client, tmp_path / "results", progress=False)
+    summaries = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["summary"] is not None]
+    assert {"compaction", "probe", "next-step"} <= set(client.purposes)
+    assert client.purposes.count("compaction") == len(summaries) > 0
+    searching = [p for r, p in zip(client.requests, client.purposes) if SEARCH_TOOL in json.dumps(r.get("tools"))]
+    assert searching and set(searching) <= {"probe", "next-step"}  # the arm's requests: never compactions
+    plan = estimate(ev, "fake", {}, None)
+    assert plan.compaction.requests == len(summaries)
+    assert plan.direct.requests == len(client.requests)

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from ..compaction.context import CompactionContext, CompactionSettings, Strategy
 from ..compaction.seed import compact
 from ..messages import Message, content_text
-from ..models.client import ModelClient, Usage, usage_of
+from ..models.client import ModelClient, Usage, purpose, usage_of
 from ..records.schema import CompactionEvent
 
 AGENT_SYSTEM = "You are a helpful assistant. Answer briefly and use the conversation so far."
@@ -101,7 +101,8 @@ class Agent:
                 events=self.events,
                 output_stream=self.output_stream,
             )
-            self.messages = self.strategy(self.messages, context)
+            with purpose("compaction"):
+                self.messages = self.strategy(self.messages, context)
 
     def ask(self, line: str) -> str:
         """One user turn answered live: compact, append the line, run the tool loop."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..inputs.probes import Probe
 from ..messages import Message, render_message
-from ..models.client import Usage
+from ..models.client import Usage, purpose
 from ..records.schema import OVERFLOWED, ProbeRecord
 from ..scoring.matchers import SetMatch, states
 from ..scoring.polarity import Reading
@@ -26,7 +26,8 @@ from .played import PlayedCase, ProbeRequest
 def ask(request: ProbeRequest) -> tuple[str | None, str | None, Usage]:
     """Send one probe request now: the answer or the error that stopped it, and its cost."""
     try:
-        answer, error = request.agent.respond(), None
+        with purpose("probe"):
+            answer, error = request.agent.respond(), None
     except RECORDED_ERRORS as exc:
         answer, error = None, describe_error(exc)
     return answer, error, sum(request.agent.usage, Usage())

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..analysis.stats import Rate, rate
 from ..messages import content_text
-from ..models.client import ModelError
+from ..models.client import ModelError, purpose
 from ..scoring.corpus import LabelledAnswer, judge_items
 from ..scoring.matchers import Target
 
@@ -25,19 +25,20 @@ class JudgeError(Exception):
 def judge_says_recalled(judge, question: str, target: Target, answer: str) -> bool:
     """Ask a judge model whether a paraphrased answer states the expected value."""
     accepted = " / ".join(target.expected.values)
-    response = judge.create(
-        max_tokens=5,
-        system=JUDGE_SYSTEM,
-        messages=[
-            {
-                "role": "user",
-                "content": (
-                    f"Question: {question}\nCorrect answer: {accepted}\nResponse to grade: {answer}\n\n"
-                    "Does the response give the correct answer? Reply YES or NO."
-                ),
-            }
-        ],
-    )
+    with purpose("judge"):
+        response = judge.create(
+            max_tokens=5,
+            system=JUDGE_SYSTEM,
+            messages=[
+                {
+                    "role": "user",
+                    "content": (
+                        f"Question: {question}\nCorrect answer: {accepted}\nResponse to grade: {answer}\n\n"
+                        "Does the response give the correct answer? Reply YES or NO."
+                    ),
+                }
+            ],
+        )
     reply = content_text(response.get("content", []), separator=" ")
     word = reply.strip().upper()
     if word.startswith(("YES", "NO")):

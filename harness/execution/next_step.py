@@ -17,7 +17,7 @@ from .. import actions
 from ..inputs.evalfile import NextActionSettings
 from ..inputs.scenario import Scenario
 from ..messages import Message, strings_in
-from ..models.client import ModelClient, usage_of
+from ..models.client import ModelClient, purpose, usage_of
 from ..records.schema import ActionRecord, CaseRow, RetentionRecord
 from . import behaviour
 from .agent import MAX_TOOL_ROUNDS, Agent, Tool, ToolRegistry, schemas
@@ -59,7 +59,8 @@ def next_step(
             record.searches = 0
             asked = {**request, "system": agent.system + SYSTEM_NOTE, "tools": [*tools, *schemas([search])]}
         for _ in range(MAX_TOOL_ROUNDS):
-            reply = client.create(**asked, messages=messages, sample=sample, overrides=overrides)
+            with purpose("next-step"):
+                reply = client.create(**asked, messages=messages, sample=sample, overrides=overrides)
             usage = usage_of(reply)
             if not usage.cached:  # what reached the model; a response-cache hit sent nothing
                 record.requests += 1

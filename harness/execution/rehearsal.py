@@ -23,8 +23,7 @@ from ..inputs.evalfile import Prices
 from ..models.backends import sampled
 from ..models.batch import BatchEndpoint, Outcome, Status
 from ..models.cache import ResponseCache
-from ..models.client import ModelError, Reply, reply_problem
-from .agent import AGENT_SYSTEM
+from ..models.client import ModelError, Purpose, Reply, current_purpose, reply_problem
 from .cases import Case, plan_cases
 from .evals import Eval
 from .executors import in_waves
@@ -94,11 +93,6 @@ def longest_reply(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def compacts(request: dict[str, Any]) -> bool:
-    """A request that writes a summary or edits the context, not an agent's reply or a probe answer."""
-    return request.get("system") != AGENT_SYSTEM or "compaction" in request or "context_management" in request
-
-
 @dataclass
 class Occurrence:
     """One request a case makes, as the plan counts it."""
@@ -106,7 +100,7 @@ class Occurrence:
     key: str
     cached: bool  # answered by the response cache as it stands before the run
     max_tokens: int
-    compacts: bool  # a compaction request (see `compacts`)
+    purpose: Purpose  # what it is for, as tagged where it was made
 
 
 @dataclass
@@ -133,7 +127,7 @@ class Rehearsal:
         _, key = sampled(self.identity, {**self.sampling, **(overrides or {})}, request, sample)
         hit = self.cache.get(key) if self.cache else None
         cached = hit is not None and reply_problem(hit) is None
-        self._played.requests.append(Occurrence(key, cached, request["max_tokens"], compacts(request)))
+        self._played.requests.append(Occurrence(key, cached, request["max_tokens"], current_purpose()))
         if cached:
             return Reply(hit, cached=True)
         if key in self.answered:
@@ -157,7 +151,7 @@ class Rehearsal:
             self.calls += 1
             self.input_tokens += self.waves.endpoint.tokens[occurrence.key]
             self.output_tokens += occurrence.max_tokens
-            if occurrence.compacts:
+            if occurrence.purpose == "compaction":
                 spent = (1, self.waves.endpoint.tokens[occurrence.key], occurrence.max_tokens)
                 self.compaction = [a + b for a, b in zip(self.compaction, spent)]
 

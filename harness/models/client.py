@@ -12,8 +12,31 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+# What a request is for, set where the harness makes it (`purpose`): an agent's step, a compaction (any
+# request a strategy sends while it compacts), a probe's answer, the next step at a cut, the judge.
+Purpose = Literal["agent", "compaction", "probe", "next-step", "judge"]
+_PURPOSE: ContextVar[Purpose] = ContextVar("request_purpose", default="agent")
+
+
+@contextmanager
+def purpose(name: Purpose) -> Iterator[None]:
+    """Requests sent inside this block are for `name` (the innermost block wins: a compaction inside
+    a probe's tool loop is a compaction)."""
+    token = _PURPOSE.set(name)
+    try:
+        yield
+    finally:
+        _PURPOSE.reset(token)
+
+
+def current_purpose() -> Purpose:
+    return _PURPOSE.get()
 
 
 class ModelError(Exception):
