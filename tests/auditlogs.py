@@ -64,14 +64,15 @@ def _result(event: Event) -> str:
     return "Todos updated"
 
 
-def claude_code(events: list[Event], session: str = "s") -> str:
+def claude_code(events: list[Event], session: str = "s", cwd: str | None = None) -> str:
     lines: list[dict[str, Any]] = []
     ids, parent = _Ids(), None
+    where = {"cwd": cwd} if cwd else {}  # Claude Code writes the working directory on every line
 
     def add(entry: dict[str, Any]) -> None:
         nonlocal parent
         uuid = ids.next(f"{session}-")
-        lines.append({"uuid": uuid, "parentUuid": parent, "sessionId": session, **entry})
+        lines.append({"uuid": uuid, "parentUuid": parent, "sessionId": session, **where, **entry})
         parent = uuid
 
     for event in events:
@@ -112,8 +113,10 @@ def _claude_call(event: Event) -> tuple[str, dict[str, Any]]:
     return "TodoWrite", {"todos": [{"content": item, "status": status} for item, status in event.items]}
 
 
-def codex(events: list[Event]) -> str:
-    lines: list[dict[str, Any]] = [{"type": "session_meta", "payload": {"id": "rollout"}}]
+def codex(events: list[Event], cwd: str | None = None) -> str:
+    lines: list[dict[str, Any]] = [
+        {"type": "session_meta", "payload": {"id": "rollout", **({"cwd": cwd} if cwd else {})}}
+    ]
     ids = _Ids()
     for event in events:
         if isinstance(event, User):

@@ -242,3 +242,51 @@ def test_a_change_by_absolute_path_makes_a_relative_read_worth_repeating():
     trail.see(Call("bash", {"command": "cat src/a.py"}, "x = 1"), 0)
     trail.see(Call("Edit", {"file_path": "/repo/src/a.py", "old_string": "1", "new_string": "2"}, "ok"), 1)
     assert trail.reread_since("bash", {"command": "cat src/a.py"}) is None
+
+
+# A session as held-out logs have it: a rule given as a contrast, a file read by its absolute path and
+# again by its relative one (the agent runs in /repo), and the user's complaint as the session's last line.
+HELD_OUT = [
+    User("Check the endpoints by hand. Use httpie, not curl."),  # 0
+    Read("/repo/src/app.py"),  # 1
+    Run("make build"),  # 2
+    Run("make lint"),  # 3
+    Compact("Working on src/app.py."),  # the moment before 4
+    Read("src/app.py"),  # 4: a re-read of 1: /repo/src/app.py
+    Run("curl -s localhost:8000/health"),  # 5: the rule broken ("not curl")
+    User("I already told you not to use curl."),  # 6: the user repeats; no step follows
+]
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex"])
+def test_a_contrast_rule_a_relative_read_and_a_last_line_complaint_are_each_found_and_counted(tmp_path, fmt):
+    write, suffix = WRITERS[fmt]
+    path = tmp_path / f"session{suffix}"
+    path.write_text(write(HELD_OUT, cwd="/repo"))
+    (timeline,), problem = read_log(path)
+    assert problem is None
+    assert [(o.signal, o.position, o.since) for o in timeline.occurrences] == [
+        ("rereads", 4, 1),
+        ("breaks_constraint", 5, 0),
+        ("user_repeats", 6, 0),
+    ]
+    (audited,), unmatched = compare(timeline, steps=2, controls=1)
+    assert unmatched == [] and audited.after.counts["user_repeats"] == 1  # the last line is in the window
+    assert audited.after.counts["rereads"] == audited.after.counts["breaks_constraint"] == 1
+
+
+@pytest.mark.parametrize(
+    "said, forbidden",
+    [
+        ("Use httpie, not curl.", "curl"),
+        ("Please use httpie instead of curl to hit the API.", "curl"),
+        ("Use rg rather than grep for searching.", "grep"),
+        ("Prefer pnpm over npm here.", "npm"),
+        ("Don't use curl.", "curl"),
+    ],
+)
+def test_a_rule_said_as_a_contrast_forbids_the_tool_named_second(said, forbidden):
+    from harness.sources.importers.derive import prohibitions
+    from harness.sources.trail import forbids
+
+    assert any(forbidden in forbids(obj, verb)[1] for verb, obj in prohibitions(said))

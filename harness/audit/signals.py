@@ -152,7 +152,7 @@ def _short_summary(summary: str) -> str:
 
 def timeline(session: Session, source: str, fmt: str) -> Timeline:
     """The session's positions, its recorded compactions and every occurrence of a signal."""
-    reader = _Reader(session, source, fmt)
+    reader = _Reader(session, source, fmt, Trail(cwd=session.cwd))
     for exchange in session.exchanges:
         reader.compacted(exchange.recorded_summary, exchange.recorded_where)
         reader.user(exchange.user, exchange.where)

@@ -1,11 +1,12 @@
 """Windows after a session's recorded compactions, and their controls.
 
 The window after a moment holds the positions from it through its N-th step (fewer where the
-session ends first: L steps). An occurrence counts in it when what it repeats came before the moment
-(`since < moment`): after a compaction, that is what the summary could have carried. The controls of a
-compaction are the windows of the same L steps at the nearest moments of the same session (by
-position, the earlier first on a tie) whose window holds no compaction and overlaps no compaction's
-window: the same session's moments without a compaction, matched by position.
+session ends first: L steps) and the user's lines up to the next step (or the session's end). An
+occurrence counts in it when what it repeats came before the moment (`since < moment`): after a
+compaction, that is what the summary could have carried. The controls of a compaction are the
+windows of the same L steps at the nearest moments of the same session (by position, the earlier
+first on a tie) whose window holds no compaction and overlaps no compaction's window: the same
+session's moments without a compaction, matched by position.
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ from ..records.audit import SIGNALS, CompactionAudit, Occurrence, Timeline, Wind
 
 
 def _end(timeline: Timeline, moment: int, steps: int) -> tuple[int, int]:
-    """(end, L): the window from `moment` through its `steps`-th step, and the steps it holds."""
+    """(end, L): the window from `moment` through its `steps`-th step and what the user says before
+    the next step (or the session's end: a complaint on the last line counts), and the steps it holds."""
     first = bisect_left(timeline.steps, moment)
     held = min(steps, len(timeline.steps) - first)
-    return (timeline.steps[first + held - 1] + 1 if held else moment), held
+    if not held:
+        return moment, 0
+    following = first + held
+    return (timeline.steps[following] if following < len(timeline.steps) else timeline.positions), held
 
 
 def window(timeline: Timeline, moment: int, end: int, steps: int, keep: bool = False) -> Window:

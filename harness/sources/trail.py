@@ -7,6 +7,7 @@ and the audit of recorded compactions (`harness/audit`) both follow a session th
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,8 +120,11 @@ def same_attempt(tool: str, arguments: dict[str, Any], earlier: Attempt) -> bool
 
 @dataclass
 class Trail:
-    """The state of a session after the calls seen so far; every entry with its step's position."""
+    """The state of a session after the calls seen so far; every entry with its step's position.
+    `cwd`: the agent's working directory as its log records it, so `src/a.py` and `/repo/src/a.py`
+    are one file when the agent ran in /repo."""
 
+    cwd: str | None = None
     reads: dict[tuple[str, str], int] = field(default_factory=dict)  # (file, part) -> its first read unchanged
     failures: list[tuple[Attempt, int, str]] = field(default_factory=list)  # failed, nothing changed since: how
     finished: dict[str, int] = field(default_factory=dict)  # plan item -> step of the plan call that finished it
@@ -140,7 +144,7 @@ class Trail:
             ]
         if failed(call):
             self.failures.append(((call.tool, call.input), step, failure_of(call.result)))
-        elif (read := read_key(call.tool, call.input)) is not None:
+        elif (read := self._read(call.tool, call.input)) is not None:
             self.reads.setdefault(read, step)
         if (plan := plan_of(call)) is not None and applied(call):
             done = set(plan[1])
@@ -150,8 +154,15 @@ class Trail:
 
     def reread_since(self, tool: str, arguments: dict[str, Any]) -> int | None:
         """The step of the earlier read this call repeats (the file not changed since), or None."""
-        read = read_key(tool, arguments)
+        read = self._read(tool, arguments)
         return None if read is None else self.reads.get(read)
+
+    def _read(self, tool: str, arguments: dict[str, Any]) -> tuple[str, str] | None:
+        """What a call reads, its file resolved against the working directory."""
+        read = read_key(tool, arguments)
+        if read is None or self.cwd is None or read[0].startswith("/"):
+            return read
+        return posixpath.normpath(posixpath.join(self.cwd, read[0])), read[1]
 
     def failure_since(self, call: Call) -> int | None:
         """The step of the earliest failure a failed call repeats, failing the same way, with nothing

@@ -30,6 +30,7 @@ def read(path: Path) -> list[Session]:
     lines = json_lines(path, session.notes, "a Claude Code session")
     if not any(entry.get("type") in ("user", "assistant") for _, entry in lines):
         raise InputError(path, "not a Claude Code session: no user or assistant line")
+    session.cwd = next((e["cwd"] for _, e in lines if isinstance(e.get("cwd"), str) and e["cwd"]), None)
     conversation = _main_path(lines, session, path.name)
     builder = Builder(session)
     assistant: list[dict[str, Any]] = []  # content blocks of the assistant message being read

@@ -43,6 +43,8 @@ def read(path: Path) -> list[Session]:
             (line.get("type"), line.get("payload")) if line.get("type") in ROLLOUT_KINDS else ("response_item", line)
         )
         kinds[kind] += 1
+        if kind in ("session_meta", "turn_context") and isinstance(item, dict) and isinstance(item.get("cwd"), str):
+            session.cwd = session.cwd or item["cwd"]  # where the agent ran: its relative paths are under it
         if kind == "compacted" and isinstance(item, dict):
             builder.compacted(str(item.get("message") or ""), where)
         elif kind == "response_item" and isinstance(item, dict):

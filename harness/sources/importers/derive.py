@@ -72,6 +72,13 @@ _PROHIBITION = re.compile(
     r"actually|try to|attempt to)\s+)*(\w+)\s+((?:[^.!?;:,\n]|\.(?=\w)){3,80})",
     re.IGNORECASE,
 )
+# A rule said as a contrast forbids what it names second: "use httpie, not curl", "rg instead of grep",
+# "prefer pnpm over npm": (verb, the thing not to use).
+_CONTRAST_RULE = re.compile(
+    r"\b(use|run|call|prefer|try)\s+(?:the\s+)?[\w./@+-]+(?:\s+\w+){0,2}?,?\s+"
+    r"(?:not|instead of|rather than|over|in place of)\s+(?:the\s+)?([\w./@+-]*[\w@+])",
+    re.IGNORECASE,
+)
 _NOT_AN_OBJECT = re.compile(r"^(?:it|this|that|them|these|those|so|anything|any|yourself|me|you)\b", re.IGNORECASE)
 _PATH_LIKE = re.compile(
     r"[\w.-]*/[\w./-]+\.\w+|[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|c|h|cpp|md|json|ya?ml|toml|cfg|"
@@ -498,9 +505,9 @@ _PERMITS = re.compile(
 
 
 def prohibitions(said: str) -> list[tuple[str, str]]:
-    """The prohibitions a person's words state ("don't edit the config.yaml"): each (verb, its object
-    of up to four words)."""
-    found = []
+    """The prohibitions a person's words state ("don't edit the config.yaml", "use httpie, not curl"):
+    each (verb, its object of up to four words)."""
+    found = [("use" if verb.lower() == "prefer" else verb, obj) for verb, obj in _CONTRAST_RULE.findall(said)]
     for verb, rest in _PROHIBITION.findall(said):
         obj = re.sub(r"^(?:the|a|an|to)\s+", "", rest.strip(), flags=re.IGNORECASE)
         obj = " ".join(obj.split()[:4])

@@ -62,6 +62,7 @@ class Session:
     exchanges: list[Exchange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what was left out or changed, with the line
     files_changed: list[str] = field(default_factory=list)  # from the log's own record (a submitted diff)
+    cwd: str | None = None  # the agent's working directory as the log records it: relative paths are under it
 
     def calls(self) -> Iterator[Call]:
         """Every tool call of the session, in order."""
