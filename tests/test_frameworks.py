@@ -228,3 +228,68 @@ def test_without_the_extra_the_error_is_one_line_naming_the_install(tmp_path, mo
         importlib.import_module(ADAPTER)
     with pytest.raises(InputError, match=re.escape("pip install 'compaction-harness[inspect]'")):
         load_eval(_eval(tmp_path, [f"{ADAPTER}:summary"]))
+
+
+def _one_request(path: Path, to: Path) -> Path:
+    """A coding agent's usual session: one request, then only tool steps (the first exchange of a
+    generated session, its facts cut to what that exchange plants)."""
+    import yaml
+
+    data = yaml.safe_load(path.read_text())
+    turns = data["turns"]
+    turns = turns[: next(i for i, t in enumerate(turns) if i and "user" in t)]
+    for turn in turns:
+        for fact in turn.get("facts", []):
+            if "item_turns" in fact:
+                keep = [i for i, at in enumerate(fact["item_turns"]) if at < len(turns)]
+                fact["items"] = [fact["items"][i] for i in keep]
+                fact["item_turns"] = [fact["item_turns"][i] for i in keep]
+                fact["done"] = [d for d in fact.get("done", []) if d in fact["items"]]
+    turns[-1]["assistant"].setdefault("final", "Done.")
+    to.write_text(yaml.safe_dump({**data, "id": "one-request", "turns": turns}, sort_keys=False))
+    return to
+
+
+def test_langchain_cuts_inside_the_tool_loop_under_cut_steps(session):
+    """keep_recent counts steps under `cut: steps`: a session whose user lines all sit early is still
+    compacted, keeping its last steps; counted in exchanges (`cut: turns`) everything is recent."""
+    pytest.importorskip("langchain.agents.middleware.summarization")
+    from harness.adapters import langchain
+
+    client = FakeClient(lambda request: "The task, the error E42 and the plan.")
+    by_turns = langchain.summarization(session, _context(client, limit=1000, keep_recent=2, cut="turns"))
+    assert by_turns == session and not client.requests
+    by_steps = langchain.summarization(session, _context(client, limit=1000, keep_recent=2, cut="steps"))
+    assert len(client.requests) == 1 and len(by_steps) < len(session) and history_problem(by_steps) is None
+    assert "error E42" in content_text(by_steps[0]["content"])
+    assert by_steps[-4:] == session[-4:]  # the last two steps, each call with its result
+
+
+@pytest.mark.parametrize("source", ["generated", "imported"])
+def test_frameworks_compact_a_one_request_session_and_edits_in_place_are_measured(tmp_path, source):
+    """One request, many tool steps: LangChain compacts it, and Inspect's edit (results cleared in
+    place, every call kept) has its folded facts measured in the history it leaves."""
+    pytest.importorskip("langchain.agents.middleware.summarization")
+    scenario = (
+        _one_request(ROOT / "scenarios" / "agent" / "coding-1-000.yaml", tmp_path / "one.yaml")
+        if source == "generated"
+        else ROOT / "scenarios" / "agent" / "test-repo-i1.yaml"  # SWE-agent's log: one issue, then steps
+    )
+    edit, summarization = f"{ADAPTER}:edit", "harness.adapters.langchain:summarization"
+    path = (
+        _eval(tmp_path, [edit, summarization])
+        .read_text()
+        .replace(str(ROOT / "scenarios" / "agent" / "coding-1-000.yaml"), str(scenario))
+    )
+    (tmp_path / "frameworks.yaml").write_text(path.replace('["60%"]', '["50%"]'))
+    client = FakeClient(lambda request: "The task failed with a KeyError; a fix is under way.")
+    run_dir = run_eval(load_eval(tmp_path / "frameworks.yaml"), client, tmp_path / "results", progress=False)
+    compactions = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["folded_messages"]]
+    retention = read_jsonl(run_dir / "retention.jsonl")
+    for strategy in (edit, summarization):
+        assert any(c["strategy"] == strategy for c in compactions), strategy
+        assert any(r["strategy"] == strategy and r["retained"] is not None for r in retention), strategy
+    edits = [c for c in compactions if c["strategy"] == edit]
+    assert all(c["edited"] > 0 and c["first_verbatim_turn"] > 0 for c in edits)
+    if source == "generated":  # its identifiers sit in results the edit clears
+        assert any(r["strategy"] == edit and r["retained"] is False for r in retention)

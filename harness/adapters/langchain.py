@@ -7,7 +7,7 @@ Install with `pip install 'compaction-harness[langchain]'`. The middleware runs 
 translates: our messages become LangChain messages (ids are their positions, so the messages
 LangChain keeps map back to ours exactly), its chat model is `HarnessChatModel` over the metered
 client (so every summary call is cached, counted and recorded), it triggers at the eval's budget
-in the eval's unit, and keeps the eval's `keep_recent` exchanges.
+in the eval's unit, and keeps the eval's `keep_recent` exchanges (steps, under `cut: steps`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ except ImportError as exc:  # the one line a user needs, instead of a traceback 
 
 from ..compaction.context import CompactionContext
 from ..compaction.custom import Compactor
-from ..messages import Message, content_text, exchange_starts
+from ..messages import Message, content_text, cut_points
 
 
 class HarnessChatModel(BaseChatModel):
@@ -80,9 +80,14 @@ def _to_langchain(messages: list[Message]) -> list[BaseMessage]:
 
 
 def _compact(messages: list[Message], context: CompactionContext, summary_prompt: str) -> list[Message]:
-    starts = exchange_starts(messages)
+    # The eval's `keep_recent` counts exchanges, or under `cut: steps` the steps of a tool loop, as
+    # LangChain's own middleware cuts inside a tool loop (keeping each tool call with its result): a
+    # coding agent's session of one request and many steps is compacted too.
+    points = cut_points(messages, steps=context.settings.cut == "steps")
     keep = context.settings.keep_recent
-    kept_messages = len(messages) - starts[-keep] if keep and len(starts) >= keep else 0
+    if keep and len(points) <= keep:
+        return messages  # everything is recent: nothing may be folded
+    kept_messages = len(messages) - points[-keep] if keep else 0
     middleware = SummarizationMiddleware(
         HarnessChatModel(client=context.client, max_tokens=context.settings.summary_max_tokens),
         trigger=("tokens", context.limit),

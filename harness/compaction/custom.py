@@ -144,7 +144,29 @@ def _what_changed(
         chunks=metered.requests,
         replaced_with=len(new),
         capped=metered.capped if metered.requests else None,
+        edited=_edited_in_place(messages, result),
     )
+
+
+def _blocks_of(messages: list[Message], kind: str, key: str) -> dict[str, Any]:
+    return {
+        block[key]: block
+        for message in messages
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == kind and key in block
+    }
+
+
+def _edited_in_place(messages: list[Message], result: list[Message]) -> int:
+    """How many tool results a strategy changed in place (cleared, masked, shortened) while every
+    tool call is still there: an edit like Inspect's CompactionEdit, whose folded facts are measured
+    in the history it leaves, not in a summary. 0: it removed calls (a fold) or changed no result."""
+    calls_before, calls_after = _blocks_of(messages, "tool_use", "id"), _blocks_of(result, "tool_use", "id")
+    if not calls_before or not calls_before.keys() <= calls_after.keys():
+        return 0
+    before, after = _blocks_of(messages, "tool_result", "tool_use_id"), _blocks_of(result, "tool_result", "tool_use_id")
+    return sum(1 for id_, block in before.items() if id_ in after and after[id_].get("content") != block.get("content"))
 
 
 def _text_of(message: Message) -> str:
