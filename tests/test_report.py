@@ -9,6 +9,7 @@ from harness.cli import main
 from harness.records import load_run
 from harness.reports.comparisons import best_variant, comparison_table
 from harness.reports.formats import text_report
+from harness.reports.tables import recall_by_budget
 
 MODEL = "m"
 
@@ -196,3 +197,29 @@ def test_the_kind_table_and_the_losses_name_rules_the_summaries_weakened_or_reve
     text = text_report(folder)
     assert "25% (1/4" in text and "2 weakened, 1 contradicted" in text
     assert "of lost: summary weakened the rule" in text and "of lost: summary contradicted the rule" in text
+
+
+def test_a_strategy_that_never_compacted_reads_not_compacted_not_a_score(tmp_path):
+    folder = crafted_run(tmp_path / "run", {"seed": 0.5, "terse": 0.9}, scenarios=5, facts=2)
+    compactions = [
+        {
+            "case": f"s{s}/summary/50%/seed/0",
+            "scenario": f"s{s}",
+            "strategy": "summary",
+            "budget": "50%",
+            "prompt": "seed",
+            "repeat": 0,
+            "model": MODEL,
+            "before_turn": 2,
+            "first_verbatim_turn": 1,
+            "folded_messages": 3,
+            "size_before": 100,
+            "size_after": 40,
+            "summary": "s",
+        }
+        for s in range(5)
+    ]
+    (folder / "compactions.jsonl").write_text("".join(json.dumps(c) + "\n" for c in compactions))
+    table = recall_by_budget(load_run(folder).records, load_run(folder).compactions)
+    assert table.loc["summary: terse", "budget 50%"] == "not compacted (10 probes)"
+    assert "%" in table.loc["summary: seed", "budget 50%"]  # compacted: a rate

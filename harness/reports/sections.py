@@ -72,7 +72,11 @@ TABLES = [
         "Summary retention by prompt and budget",
         lambda run: retention_by_budget(run.retention) if not run.retention.empty else pd.DataFrame(),
     ),
-    Table("Recall by summary prompt and budget", _with_records(recall_by_budget), plot_recall_by_budget),
+    Table(
+        "Recall by summary prompt and budget",
+        lambda run: recall_by_budget(run.records, run.compactions) if not run.records.empty else pd.DataFrame(),
+        plot_recall_by_budget,
+    ),
     Table("Paired comparisons (same facts; tested over scenarios, as the gate)", comparison_table),
     Table(
         "Collateral loss: recall of facts still verbatim after compaction, against the same facts in the ceiling",

@@ -34,8 +34,28 @@ def _by_budget(df: pd.DataFrame, cell) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def recall_by_budget(df: pd.DataFrame) -> pd.DataFrame:
-    table = _by_budget(df, rate_text)
+NOT_COMPACTED = "not compacted"  # a strategy that never fired: its answers are the full history's, not a score
+
+
+def recall_by_budget(df: pd.DataFrame, compactions: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Recall per variant and budget; a compacting variant that never folded anything at a budget
+    reads "not compacted" there (its probes were answered from the whole history)."""
+    fired = set()
+    if compactions is not None and not compactions.empty:
+        folded = compactions[compactions["folded_messages"].fillna(0) > 0]
+        fired = set(zip(folded["variant"], folded["budget"]))
+
+    def cell(group: pd.DataFrame) -> str:
+        tested = compacting(group)
+        if (
+            compactions is not None
+            and len(tested)
+            and not any((v, b) in fired for v, b in zip(tested["variant"], tested["budget"]))
+        ):
+            return f"{NOT_COMPACTED} ({plural(len(tested), 'probe')})"
+        return rate_text(group)
+
+    table = _by_budget(df, cell)
     _failures(table, df, "recall")
     return table
 
