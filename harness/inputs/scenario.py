@@ -169,7 +169,9 @@ class Fact(Value):
         description="What the value belongs to ('crate Amber'): a summary retains the fact only "
         "when it states the value next to this subject, so swapped values do not count.",
     )
-    probe: Text = Field(description="The question asked at the end; must not contain the answer.")
+    probe: Text = Field(
+        description="The question asked at the end; must not contain the answer, nor an item of a set or plan."
+    )
     distractors: list[Text] = Field(
         default=[], description="Near-miss values (also in the conversation); stating one is not recall."
     )
