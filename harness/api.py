@@ -36,6 +36,7 @@ __all__ = [
     "Comparison",
     "Eval",
     "GateSettings",
+    "Outcome",
     "Run",
     "Verdict",
     "compare",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 Verdict = _gate.Verdict
+Outcome = _gate.Outcome
 CannotJudge = _gate.CannotJudge
 
 

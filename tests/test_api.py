@@ -48,7 +48,7 @@ def test_run_compare_baseline_and_gate_from_python(eval_file, tmp_path, oracle_m
     assert baseline == results / "baselines" / "unit" and (baseline / "manifest.json").is_file()
     verdict = api.gate(api.run(eval_file, results=results, budgets=["100%"]), baseline)
     assert isinstance(verdict, api.Verdict) and verdict.exit_code in (0, 1)  # nothing regressed
-    assert not [c for c in verdict.cells + verdict.kinds if c.result.startswith("FAIL")]
+    assert not [c for c in verdict.cells + verdict.kinds if c.result.outcome == api.Outcome.FAIL]
     assert api.gate(api.open_run(run.path), baseline, max_drop=0.5).exit_code == verdict.exit_code
     with pytest.raises(api.CannotJudge):
         api.gate(run, tmp_path / "no-baseline")

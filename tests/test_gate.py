@@ -461,3 +461,30 @@ def test_one_budget_and_all_budgets_give_one_verdict_for_the_same_evidence(tmp_p
     assert [c.find("skipped").get("message") for c in cells.values()] == 2 * [
         cells["all budgets"].find("skipped").get("message")
     ]
+
+
+def test_a_verdict_is_a_value_every_output_renders():
+    """One rule decides each result; the exit code, the markdown's title and the JUnit counts all
+    come from the outcome, never from parsing the text back."""
+    from harness.analysis.gate import EXIT_CODES, Outcome, Result, SummaryCheck, Verdict, decide
+    from harness.reports.gate import junit_xml
+
+    assert decide([], None) == Result(Outcome.PASS) and str(decide([], None)) == "pass"
+    assert decide(["a", "b"], "ignored") == Result(Outcome.FAIL, ("a", "b"))
+    assert str(decide(["a", "b"], None)) == "FAIL: a; b"
+    assert decide([], "few") == Result(Outcome.CANNOT_JUDGE, ("few",)) and str(decide([], "few")) == "cannot judge: few"
+    assert decide([], "few", guard=True).outcome == Outcome.UNGUARDED
+
+    passing = SummaryCheck("summary size: seed", "median 100 tokens", "median 101 tokens")
+    unchecked = SummaryCheck("summary cap: seed", "not recorded", "0% of 3", unchecked="no stop reasons")
+    failing = SummaryCheck("summary size: terse", "median 100 tokens", "median 300 tokens", failure="grew")
+    cases = [([passing], [], Outcome.PASS), ([passing, unchecked], [], Outcome.CANNOT_JUDGE)]
+    cases += [
+        ([passing], ["the model ignores its prompt"], Outcome.CANNOT_JUDGE),
+        ([unchecked, failing], [], Outcome.FAIL),
+    ]
+    for checks, cannot, outcome in cases:
+        verdict = Verdict([], checks, cannot)
+        assert verdict.outcome == outcome and verdict.exit_code == EXIT_CODES[outcome]
+    xml = junit_xml(Verdict([], [passing, unchecked, failing]))
+    assert 'tests="3"' in xml and 'failures="1"' in xml and 'skipped="1"' in xml and 'message="grew"' in xml

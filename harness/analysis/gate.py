@@ -9,8 +9,9 @@ prompt also fails when its median summary is more than `max_summary_growth` long
 baseline's, or when its summaries stop at their token cap more often than the baseline's by more
 than `max_cap_increase` (keeping facts by not compressing is no gain).
 
-Every cell and check says `pass`, `FAIL: why` or `cannot judge: why`, and the verdict follows
-them. When nothing fails, the gate may still be unable to *pass* a candidate (exit 1, with the
+Every cell and check has a `Result`: an `Outcome` (pass, FAIL, cannot judge; a kind guard's
+unguarded) with its reasons, decided by one rule (`decide`), and the verdict's outcome follows
+them; the exit code, the terminal text, the markdown and the JUnit file are rendered from it. When nothing fails, the gate may still be unable to *pass* a candidate (exit 1, with the
 reason): a cell with too few scenarios to test, an eval that cannot detect a drop of `max_drop`
 (the minimum detectable drop at `power`, from the baseline), or a baseline that shows the model
 is not steered by its summary prompt
@@ -28,8 +29,9 @@ three times in ten). A kind too small to test, or kept too rarely by the baselin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,41 @@ ALL_BUDGETS = "all"
 
 class CannotJudge(Exception):
     """The gate has no sound basis for a verdict; the message says why."""
+
+
+class Outcome(StrEnum):
+    """What a cell, a kind guard, a summary check or the whole gate decided."""
+
+    PASS = "pass"
+    FAIL = "FAIL"
+    CANNOT_JUDGE = "cannot judge"  # could not be tested at the gate's margin: no pass
+    UNGUARDED = "unguarded"  # a kind guard the eval cannot test: it blocks no pass
+
+
+EXIT_CODES = {Outcome.PASS: EXIT_PASS, Outcome.FAIL: EXIT_REGRESSION, Outcome.CANNOT_JUDGE: EXIT_CANNOT_JUDGE}
+
+
+@dataclass(frozen=True)
+class Result:
+    """An outcome with its reasons; its text ("FAIL: why", "cannot judge: why", "pass") is how every
+    renderer shows it."""
+
+    outcome: Outcome
+    reasons: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.outcome}: {'; '.join(self.reasons)}" if self.reasons else str(self.outcome)
+
+
+def decide(failures: Iterable[str], untested: str | None, guard: bool = False) -> Result:
+    """The one rule: anything failed fails; else what could not be tested cannot pass (a kind guard's
+    is unguarded instead, which blocks no pass); else it passes."""
+    failed = tuple(failures)
+    if failed:
+        return Result(Outcome.FAIL, failed)
+    if untested:
+        return Result(Outcome.UNGUARDED if guard else Outcome.CANNOT_JUDGE, (untested,))
+    return Result(Outcome.PASS)
 
 
 def variant(strategy: str, prompt: str) -> str:
@@ -84,10 +121,8 @@ class Cell:
         return f"{self.metric}{of}: {self.prompt} @ {self.scope}"
 
     @property
-    def result(self) -> str:
-        if self.kind and self.untested and not self.failures:
-            return f"unguarded: {self.untested}"
-        return _result(self.failures, self.untested)
+    def result(self) -> Result:
+        return decide(self.failures, self.untested, guard=self.kind is not None)
 
 
 @dataclass
@@ -102,15 +137,8 @@ class SummaryCheck:
     unchecked: str | None = None  # why it could not be checked (the baseline did not record it)
 
     @property
-    def result(self) -> str:
-        return _result([self.failure] if self.failure else [], self.unchecked)
-
-
-def _result(failures: list[str], untested: str | None) -> str:
-    """`pass`, `FAIL: why` or `cannot judge: why`: what could not be tested is no pass."""
-    if failures:
-        return "FAIL: " + "; ".join(failures)
-    return f"cannot judge: {untested}" if untested else "pass"
+    def result(self) -> Result:
+        return decide([self.failure] if self.failure else [], self.unchecked)
 
 
 @dataclass
@@ -125,12 +153,18 @@ class Verdict:
     kinds: list[Cell] = field(default_factory=list)  # the kind guards: they can fail a prompt, never block a pass
 
     @property
+    def outcome(self) -> Outcome:
+        """Fail when anything fails; else cannot judge when anything could not be judged (an
+        unguarded kind excepted); else pass."""
+        results = [c.result for c in self.cells] + [c.result for c in self.checks] + [c.result for c in self.kinds]
+        outcomes = {r.outcome for r in results}
+        if Outcome.FAIL in outcomes:
+            return Outcome.FAIL
+        return Outcome.CANNOT_JUDGE if self.cannot_judge or Outcome.CANNOT_JUDGE in outcomes else Outcome.PASS
+
+    @property
     def exit_code(self) -> int:
-        """Regression when anything fails; else cannot judge when anything could not be judged."""
-        results = [c.result for c in self.cells] + [c.result for c in self.checks]
-        if any(r.startswith("FAIL") for r in results + [c.result for c in self.kinds]):
-            return EXIT_REGRESSION
-        return EXIT_CANNOT_JUDGE if self.cannot_judge or any(r != "pass" for r in results) else EXIT_PASS
+        return EXIT_CODES[self.outcome]
 
 
 def load_baseline(path: Path) -> Run:
@@ -274,27 +308,41 @@ def _check_comparable(baseline: Run, candidate: Run) -> None:
             )
 
 
-def _judge(cell: Cell, settings: GateSettings) -> None:
+def _judge(cell: Cell, settings: GateSettings, kinds: int = 0) -> None:
     """Fill a cell's failures, and why it cannot pass when it could not be tested at the gate's margin.
-    One rule for every cell, per budget and over all budgets: the same evidence gets one verdict."""
+    One rule for every cell, per budget and over all budgets, and for each kind guard (`kinds`: how
+    many kinds are guarded, which divides alpha and holds the kind to `max_kind_drop`): the same
+    evidence gets one verdict."""
     comparison, metric = cell.comparison, cell.metric
-    drop = -comparison.difference
-    if comparison.recall_b < settings.floor:
+    guard = cell.kind is not None
+    max_drop, alpha = (settings.max_kind_drop, settings.alpha / kinds) if guard else (settings.max_drop, settings.alpha)
+    drop, p = -comparison.difference, comparison.p_value
+    if not guard and comparison.recall_b < settings.floor:
         cell.failures.append(f"{metric} {comparison.recall_b:.1%} is under the floor {settings.floor:.1%}")
-    if drop > settings.max_drop and comparison.p_value is not None and comparison.p_value < settings.alpha:
+    if comparison.n and drop > max_drop and p is not None and p < alpha:
         cell.failures.append(
-            f"{metric} dropped {drop:.1%} (more than {settings.max_drop:.1%}), "
-            f"significant: p = {comparison.p_value:.3g} < {settings.alpha}"
+            f"{cell.kind} {metric} dropped {drop:.1%} (more than {max_drop:.1%}), significant: p = {p:.3g} < "
+            f"{alpha:.3g} ({settings.alpha:g} over {kinds} kinds)"
+            if guard
+            else f"{metric} dropped {drop:.1%} (more than {max_drop:.1%}), significant: p = {p:.3g} < {alpha}"
         )
+    if guard and cell.failures:
+        return
     if not comparison.test.judged:
+        under = "" if guard else f", under {MIN_CLUSTERS}"
+        cell.untested = f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')}{under})"
+    elif guard and comparison.recall_a <= max_drop:
+        cell.untested = f"the baseline keeps {comparison.recall_a:.0%}, so it cannot lose more than {max_drop:.0%}"
+    elif guard and (cell.detectable_drop is None or cell.detectable_drop > comparison.recall_a):
         cell.untested = (
-            f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')}, under {MIN_CLUSTERS})"
+            f"detects {_detectable(cell.detectable_drop, '.0%')} at alpha {alpha:.3g}, not the baseline's "
+            f"{comparison.recall_a:.0%} it could lose: add scenarios"
         )
-    elif cell.detectable_drop is None or cell.detectable_drop > settings.max_drop:
+    elif not guard and (cell.detectable_drop is None or cell.detectable_drop > max_drop):
         cell.untested = (
             f"this eval can detect {_detectable(cell.detectable_drop, '.1%')} "
             f"(alpha {settings.alpha:g}, power {settings.power:.0%}), not the "
-            f"{settings.max_drop:.1%} the gate allows; add facts, scenarios or repeats"
+            f"{max_drop:.1%} the gate allows; add facts, scenarios or repeats"
         )
 
 
@@ -391,25 +439,7 @@ def kind_guards(theirs: pd.DataFrame, mine: pd.DataFrame, overall: Cell, setting
             paired_because=overall.paired_because,
             kind=kind,
         )
-        drop, p = -comparison.difference, comparison.p_value
-        if comparison.n and drop > settings.max_kind_drop and p is not None and p < alpha:
-            guard.failures.append(
-                f"{kind} {overall.metric} dropped {drop:.1%} (more than "
-                f"{settings.max_kind_drop:.1%}), significant: p = {p:.3g} < {alpha:.3g} "
-                f"({settings.alpha:g} over {len(kinds)} kinds)"
-            )
-        elif not comparison.test.judged:
-            guard.untested = f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')})"
-        elif comparison.recall_a <= settings.max_kind_drop:
-            guard.untested = (
-                f"the baseline keeps {comparison.recall_a:.0%}, so it cannot lose more than "
-                f"{settings.max_kind_drop:.0%}"
-            )
-        elif guard.detectable_drop is None or guard.detectable_drop > comparison.recall_a:
-            guard.untested = (
-                f"detects {_detectable(guard.detectable_drop, '.0%')} at alpha {alpha:.3g}, not the baseline's "
-                f"{comparison.recall_a:.0%} it could lose: add scenarios"
-            )
+        _judge(guard, settings, len(kinds))
         guards.append(guard)
     return guards
 

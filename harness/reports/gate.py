@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.gate import ALL_BUDGETS, EXIT_CANNOT_JUDGE, EXIT_PASS, EXIT_REGRESSION, Cell, Verdict
+from ..analysis.gate import ALL_BUDGETS, Cell, Outcome, Result, Verdict
 from ..inputs.evalfile import GateSettings
 from .comparisons import test_cells
 from .render import markdown_table
@@ -26,16 +26,16 @@ def _cells_table(cells: list[Cell]) -> str:
             **test_cells(t, "candidate minus baseline (95% CI)", ".0%", "too few scenarios"),
             "detectable drop": f"{c.detectable_drop:.1%}" if c.detectable_drop is not None else "n/a",
             "lost / gained": f"{len(c.comparison.lost)} / {len(c.comparison.gained)}",
-            "result": c.result,
+            "result": str(c.result),
         }
     return markdown_table(pd.DataFrame.from_dict(rows, orient="index"))
 
 
 def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, baseline: Path) -> str:
-    titles = {EXIT_PASS: "pass", EXIT_REGRESSION: "regression", EXIT_CANNOT_JUDGE: "cannot judge"}
+    titles = {Outcome.PASS: "pass", Outcome.FAIL: "regression", Outcome.CANNOT_JUDGE: "cannot judge"}
     floor = f", falls under {settings.floor:.0%}" if settings.floor > 0 else ""
     parts = [
-        f"### Summary-prompt gate: {titles[verdict.exit_code]}",
+        f"### Summary-prompt gate: {titles[verdict.outcome]}",
         f"Fails when retention or recall drops more than {settings.max_drop:.0%} with p < {settings.alpha} "
         f"(paired test over scenarios){floor}, when summaries grow more than {settings.max_summary_growth:.0%}, "
         f"or when more of them stop at the token cap (by more than {settings.max_cap_increase:.0%}); cannot "
@@ -58,7 +58,7 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
             markdown_table(
                 pd.DataFrame.from_dict(
                     {
-                        c.name: {"baseline": c.baseline, "candidate": c.candidate, "result": c.result}
+                        c.name: {"baseline": c.baseline, "candidate": c.candidate, "result": str(c.result)}
                         for c in verdict.checks
                     },
                     orient="index",
@@ -87,30 +87,35 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
 
 
 def junit_xml(verdict: Verdict) -> str:
+    """One test case per cell, kind guard and summary check, each rendered from its `Result`."""
     cells, checks = [*verdict.cells, *verdict.kinds], verdict.checks
+    results = [c.result for c in [*cells, *checks]]
     suite = ET.Element(
         "testsuite",
         name="compaction-gate",
-        tests=str(len(cells) + len(checks)),
-        failures=str(sum(bool(c.failures) for c in cells) + sum(bool(c.failure) for c in checks)),
-        skipped=str(sum(c.result.startswith(("cannot", "unguarded")) for c in [*cells, *checks])),
+        tests=str(len(results)),
+        failures=str(sum(r.outcome == Outcome.FAIL for r in results)),
+        skipped=str(sum(r.outcome in (Outcome.CANNOT_JUDGE, Outcome.UNGUARDED) for r in results)),
     )
     for c in cells:
         case = ET.SubElement(
             suite, "testcase", classname=f"{c.metric}.{c.prompt}", name=f"{c.kind} @ {c.scope}" if c.kind else c.scope
         )
-        if c.failures:
-            failure = ET.SubElement(case, "failure", message="; ".join(c.failures))
+        failure = _junit_result(case, c.result)
+        if failure is not None:
             failure.text = "\n".join(f"lost {r.scenario}/{r.fact} ({r.budget})" for r in c.comparison.lost.itertuples())
-        elif c.untested:
-            ET.SubElement(case, "skipped", message=c.untested)
     for check in checks:
         case = ET.SubElement(suite, "testcase", classname=check.name.replace(": ", "."), name=check.name.split(":")[0])
-        if check.failure:
-            ET.SubElement(case, "failure", message=check.failure)
-        elif check.unchecked:
-            ET.SubElement(case, "skipped", message=check.unchecked)
+        _junit_result(case, check.result)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)
+
+
+def _junit_result(case: ET.Element, result: Result) -> ET.Element | None:
+    """A failure or a skip under the test case, as its result says; the failure element, if any."""
+    if result.outcome == Outcome.PASS:
+        return None
+    tag = "failure" if result.outcome == Outcome.FAIL else "skipped"
+    return ET.SubElement(case, tag, message="; ".join(result.reasons))
 
 
 def write_outputs(verdict: Verdict, settings: GateSettings, run_dir: Path, baseline: Path) -> dict[str, Path]:
