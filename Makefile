@@ -28,7 +28,7 @@ demo: models
 	$(BIN)/harness run evals/smoke.yaml --report
 
 test: models
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=30
 
 # Lint and format with ruff, then check the seams' types with mypy (both configured in
 # pyproject.toml); `make test` fails on anything this leaves.

@@ -11,11 +11,12 @@ than `max_cap_increase` (keeping facts by not compressing is no gain).
 
 Every cell and check has a `Result`: an `Outcome` (pass, FAIL, cannot judge; a kind guard's
 unguarded) with its reasons, decided by one rule (`decide`), and the verdict's outcome follows
-them; the exit code, the terminal text, the markdown and the JUnit file are rendered from it. When nothing fails, the gate may still be unable to *pass* a candidate (exit 1, with the
-reason): a cell with too few scenarios to test, an eval that cannot detect a drop of `max_drop`
-(the minimum detectable drop at `power`, from the baseline), or a baseline that shows the model
-is not steered by its summary prompt
-(its best prompt's retention is not significantly above the keeps-nothing control's). It also
+them; the exit code, the terminal text, the markdown and the JUnit file are rendered from it.
+When nothing fails, the gate may still be unable to *pass* a candidate (exit 1, with the reason):
+a cell with too few scenarios to test, an eval that cannot detect a drop of `max_drop` (the
+minimum detectable drop at `power`, from the baseline), or a baseline that shows the model is not
+steered by its summary prompt (its best prompt's retention is not significantly above the
+keeps-nothing control's). It also
 cannot judge when the baseline is missing or from another model, when nothing pairs up, or when
 errors exceed `max_error_rate`.
 
