@@ -51,7 +51,7 @@ _PROHIBITION_BEFORE = re.compile(
     r"\b(?:not|no|never|don t|do not|must not|mustn t|should not|shouldn t|cannot|can t|may not|won t"
     r"|without|avoid|avoiding|except|apart from|other than|forbidden|forbids?|banned|bans?|prohibited|prohibits?"
     r"|off limits|refrain from|stay away from|keep away from|stay out of|keep out of|steer clear of|leave|hands off"
-    r"|forbade|forbid|forbidding|disallows?|disallowed|exclude|excluding|excluded|bars?|barred|prevent)\b"
+    r"|forbade|forbid|forbidding|disallows?|disallowed|exclude|excluding|excluded|barred)\b"
 )
 # ... or after it, of the object named earlier ("X is their own and must not be edited", "X: off limits").
 _PROHIBITION_AFTER = re.compile(
