@@ -415,8 +415,9 @@ def test_next_action_eval_on_the_embedded_model(tmp_path, capsys):
 
 
 def test_the_frameworks_eval_on_the_embedded_model(tmp_path, capsys):
-    """evals/frameworks.yaml as shipped but for the recall probes, on three of its sessions (a
-    generated one, a small real SWE-agent log and the Claude Code log with its recorded compaction):
+    """evals/frameworks.yaml as shipped but for the recall probes, on two of its sessions (a small
+    real SWE-agent log, one request and its tool loop, and the Claude Code log with its recorded
+    compaction; the generated sessions are each framework's unit tests, with a scripted model):
     Inspect AI's three compactions, LangChain's middleware and OpenHands's condenser
     run their own code with the embedded model writing the summaries, beside our prompt, masking,
     clearing and the recorded compaction. Every case is scored or recorded as an error naming its
@@ -426,7 +427,7 @@ def test_the_frameworks_eval_on_the_embedded_model(tmp_path, capsys):
     pytest.importorskip("openhands.sdk")
     root = Path(__file__).parents[1]
     eval_file = root / "evals" / "frameworks.yaml"
-    sessions = ["coding-1-000", "test-repo-i1", "claude_code_session"]
+    sessions = ["test-repo-i1", "claude_code_session"]
     chosen = [arg for scenario in sessions for arg in ("--scenario", scenario)]
     run = ["run", str(eval_file), "--model", FAST, *chosen, "--no-probes", "--results", str(tmp_path), "--quiet"]
     assert main(run) == 0

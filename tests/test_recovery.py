@@ -145,23 +145,19 @@ def test_recovery_needs_a_strategy_that_compacts(eval_file, base):
         load_eval(_eval(eval_file, f"[summary, {base}+recovery]"))
 
 
-def test_next_step_with_recovery_searches_then_steps(tmp_path):
-    """At a cut, the compacted agent may search before its step; the ceiling may not."""
+def _coding_eval(tmp_path, settings: str):
+    """An eval on a generated coding session, compacted inside its tool loop, with `settings` added."""
     from pathlib import Path
 
     scenario = Path(__file__).parents[1] / "scenarios" / "agent" / "coding-1-000.yaml"
-    path = tmp_path / "next.yaml"
-    path.write_text(
-        f"""name: next
-scenarios: [{scenario}]
-budgets: ["60%"]
-cut: steps
-keep_recent: 2
-strategies: [truncate, truncate+recovery]
-probes: false
-next_action: true
-"""
-    )
+    path = tmp_path / "coding.yaml"
+    path.write_text(f'name: coding\nscenarios: [{scenario}]\nbudgets: ["60%"]\ncut: steps\nkeep_recent: 2\n{settings}')
+    return path
+
+
+def test_next_step_with_recovery_searches_then_steps(tmp_path):
+    """At a cut, the compacted agent may search before its step; the ceiling may not."""
+    path = _coding_eval(tmp_path, "strategies: [truncate, truncate+recovery]\nprobes: false\nnext_action: true\n")
 
     def reply(request):
         tools = [t["name"] for t in request.get("tools", [])]
@@ -200,25 +196,10 @@ def test_the_report_pairs_recall_with_and_without_search(eval_file, tmp_path):
 def test_every_request_is_tagged_with_its_purpose_and_the_plan_counts_compactions_by_it(tmp_path):
     """The recovery arm and the next step add to the agent's system prompt; neither is a compaction.
     The plan's compaction requests are the run's summaries, one a compaction event."""
-    from pathlib import Path
-
     from harness.execution.rehearsal import estimate, longest_reply
 
-    scenario = Path(__file__).parents[1] / "scenarios" / "agent" / "coding-1-000.yaml"
-    path = tmp_path / "tagged.yaml"
-    path.write_text(
-        f"""name: tagged
-scenarios: [{scenario}]
-budgets: ["60%"]
-cut: steps
-keep_recent: 2
-prompts: [seed]
-strategies: [summary, summary+recovery]
-probe: {{sample: 2}}
-next_action: true
-"""
-    )
-    ev = load_eval(path)
+    settings = "prompts: [seed]\nstrategies: [summary, summary+recovery]\nprobe: {sample: 2}\nnext_action: true\n"
+    ev = load_eval(_coding_eval(tmp_path, settings))
     client = FakeClient(lambda request: longest_reply(request)["content"])
     run_dir = run_eval(ev, client, tmp_path / "results", progress=False)
     summaries = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["summary"] is not None]
