@@ -13,7 +13,6 @@ from ..messages import Message, render_message
 from ..models.client import Usage, purpose
 from ..records.schema import OVERFLOWED, ProbeRecord
 from ..scoring.matchers import SetMatch, states
-from ..scoring.polarity import Reading
 from ..scoring.verdict import verdict
 from . import recovery
 from .cases import first_verbatim_turn
@@ -117,11 +116,11 @@ class Scorer:
         record.compactions = sum(
             1 for c in compactions if c.event.folded_messages and c.first_verbatim_turn > fact.changed_turn
         )
-        record.in_summary = states(summaries[-1], expected, within=True) if summaries and expected else None
-        if record.in_summary is not None and expected is not None:  # a rule is in the summary only as a rule
-            reading = fact.reading(summaries[-1], fact.changed_turn, expected) if record.in_summary else None
-            record.summary_reading = str(reading or Reading.DROPPED) if fact.rule else None
-            record.in_summary = record.in_summary and reading in (None, Reading.KEPT)
+        if summaries and expected:  # the last summary states the value (a rule, as a rule)
+            mentioned = states(summaries[-1], expected, within=True)
+            record.in_summary, record.summary_reading = fact.kept_in(
+                summaries[-1], mentioned, fact.changed_turn, expected
+            )
         folds = [c for c in compactions if c.event.folded_messages]
         unidentified = (
             bool(folds)

@@ -18,7 +18,6 @@ from ..models.client import ModelClient
 from ..records.schema import CaseRow, CompactionEvent, CompactionRecord, RetentionRecord
 from ..scoring.affirmation import prohibits
 from ..scoring.matchers import SetMatch, states_about
-from ..scoring.polarity import Reading
 from . import behaviour, recovery
 from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
 from .cases import Case, first_unedited_turn, first_verbatim_turn
@@ -254,10 +253,8 @@ class CasePlayer:
             value_turn, expected = folded
             credit, missing, stale, reading = None, None, None, None
             if left is not None:
-                retained = states_about(left, expected, fact.subject, self.subjects[row.scenario])
-                # A rule is kept only as a rule: not softened, not reversed (`scoring.polarity`).
-                reading = fact.reading(left, value_turn, expected) if retained else fact.rule and Reading.DROPPED
-                retained = retained and reading in (None, Reading.KEPT)
+                mentioned = states_about(left, expected, fact.subject, self.subjects[row.scenario])
+                retained, reading = fact.kept_in(left, mentioned, value_turn, expected)
                 # A constraint the user changed: the summary that still forbids what the user lifted keeps a stale rule.
                 stale = fact.constraint and any(
                     prohibits(left, value)
@@ -271,7 +268,7 @@ class CasePlayer:
                     missing = [item for item in expected.items if not expected.matcher.names(left, item)]
             else:  # dropped outright (truncate): not retained; replaced by text-less messages: unknown
                 retained = False if event.replaced_with == 0 else None
-                reading = fact.rule and Reading.DROPPED if retained is False else None
+                reading = fact.kept_in("", False, value_turn, expected)[1] if retained is False else None
                 if retained is False and isinstance(expected.matcher, SetMatch):
                     credit, missing = 0.0, list(expected.items)
             records.append(
@@ -287,7 +284,7 @@ class CasePlayer:
                     credit=credit,
                     missing=missing,
                     stale=stale,
-                    reading=reading and str(reading),
+                    reading=reading,
                 )
             )
         return records

@@ -39,6 +39,16 @@ class Probe:
             return None
         return read_rule(text, expected, self.rule, dict(self.said).get(value_turn, ""))
 
+    def kept_in(
+        self, text: str, mentioned: bool, value_turn: int, expected: Expectation
+    ) -> tuple[bool, Reading | None]:
+        """Whether a summary that `mentioned` the value keeps the fact, and a rule's reading: a rule is
+        kept only as a rule, not softened nor reversed; one not mentioned is dropped."""
+        if not mentioned:
+            return False, Reading.DROPPED if self.rule else None
+        reading = self.reading(text, value_turn, expected)
+        return reading in (None, Reading.KEPT), reading
+
     def value_before(self, turn: int) -> tuple[int, Expectation] | None:
         """The value the fact had before `turn` (and the turn that set it), if it was planted by then;
         for a set that grows, the items planted before `turn`."""

@@ -88,7 +88,7 @@ _FUNCTION = {
     "it s",
 } | _COPULA
 # "no rule against", "nothing wrong with", "isn't a problem": the rule is denied, not restated.
-_DENIED_RULE = re.compile(
+DENIED_RULE = re.compile(
     r"\b(?:not|no|never|nothing|n t)\s+(?:\w+\s+){0,2}?(?:rule|rules|restriction|restrictions"
     r"|constraint|constraints|policy|problem|problems|issue|issues|wrong|stops|prevents|reason"
     r"|ban|limit)\b"
@@ -160,7 +160,7 @@ def _affirmed(clause: str, span: tuple[int, int], constraint: bool, rest: str = 
         return False
     if not constraint:
         return not _NEGATION.search(before)
-    if _REFUSAL.search(clause) or _DENIED_RULE.search(clause) or _PERMISSION.search(after):
+    if _REFUSAL.search(clause) or DENIED_RULE.search(clause) or _PERMISSION.search(after):
         return False
     cues = list(_NEGATION.finditer(before)) + list(_EXCLUSION.finditer(before))
     if not cues:

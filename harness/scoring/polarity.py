@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from .affirmation import CLAUSE_END, occurrences
+from .affirmation import CLAUSE_END, DENIED_RULE, occurrences
 from .matchers import Expectation, item_forms, states
 from .normalize import normalize, tokens
 
@@ -73,11 +73,9 @@ _RESTRICTION = re.compile(
     r"(?:with|after|before|until|when|if|once|by|under|via|through|in|behind|from)\b"
     r"|\bonly\b"
 )
-# The rule denied or lifted: the prohibition reversed.
-_DENIED = re.compile(
-    r"\b(?:not|no|never|nothing|n t)\s+(?:\w+\s+){0,2}?(?:rule|rules|restriction|restrictions|constraint"
-    r"|constraints|policy|problem|problems|issue|issues|wrong|stops|prevents|reason|ban|limit)\b"
-    r"|\b(?:no longer|not anymore|any more|lifted|revoked|rescinded|dropped the (?:rule|restriction|ban))\b"
+# The rule lifted (denied, "no rule against X", is the answers' reading: `affirmation.DENIED_RULE`).
+_LIFTED = re.compile(
+    r"\b(?:no longer|not anymore|any more|lifted|revoked|rescinded|dropped the (?:rule|restriction|ban))\b"
 )
 # Permission or endorsement of the object: said after it ("X is fine", "X is allowed", "X is recommended") ...
 _PERMITTED_AFTER = re.compile(
@@ -225,7 +223,7 @@ def _constraint(
 ) -> Reading | None:
     clause = sentence.clauses[c]
     before, after = clause[: span[0]], clause[span[1] :]
-    if _DENIED.search(clause):
+    if DENIED_RULE.search(clause) or _LIFTED.search(clause):
         return Reading.CONTRADICTED  # "there is no rule against grep", "the ban on X was lifted"
     later = [*sentence.clauses[c + 1 :], following]  # "X is theirs, and they must not edit it. Do not edit it."
     prohibited = (
