@@ -75,8 +75,10 @@ class Scorer:
         record.answer, record.verdict = answer, verdict(answer, fact.target)
         record.f1 = fact.target.matcher.score(answer, expected)
         record.extras = fact.target.matcher.extras(answer, expected)
-        for item in record.items or []:
-            item["named"] = expected.matcher.names(answer, item["item"], within=False, constraint=expected.constraint)
+        if expected is not None and isinstance(expected.matcher, SetMatch):  # the items `_locate` listed
+            names, constraint = expected.matcher.names, expected.constraint
+            for item in record.items or []:
+                item["named"] = names(answer, item["item"], within=False, constraint=constraint)
         record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
         record.cache_read_tokens, record.latency_s, record.cached = (
             usage.cache_read_tokens,
