@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The lock of the venv's own Python, once there is a venv.
 LOCK := requirements/python$(shell $(or $(wildcard $(BIN)/python),$(PYTHON)) -c 'import sys; print("%d.%d" % sys.version_info[:2])').lock
 
-.PHONY: demo test lint gate models docs docs-serve clean
+.PHONY: demo test check lint gate models docs docs-serve clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,20 @@ models: $(STAMP)
 demo: models
 	$(BIN)/harness run evals/smoke.yaml --report
 
+# Every test: the ones that start no embedded model on both cores, then the model tests (`e2e`) one
+# at a time, as two model processes must never share these 2 cores.
 test: models
-	$(BIN)/pytest -q --durations=30
+	$(BIN)/pytest -q -n 2 -m "not e2e" --durations=15
+	$(BIN)/pytest -q -m e2e --durations=15
+
+# The inner loop, about 2 minutes on 2 cores: lint, format and types, then every test that starts
+# neither an embedded model (`e2e`) nor a process (`slow`: mypy, mkdocs, pip, kill-and-resume);
+# tests/conftest.py fails a test that does either unmarked. `make test` runs them all.
+check: $(STAMP)
+	$(BIN)/ruff check harness tests scripts
+	$(BIN)/ruff format --check harness tests scripts
+	$(BIN)/mypy
+	$(BIN)/pytest -q -n 2 -m "not e2e and not slow"
 
 # Lint and format with ruff, then check the seams' types with mypy (both configured in
 # pyproject.toml); `make test` fails on anything this leaves.

@@ -13,3 +13,26 @@ def eval_file(tmp_path):
     for path in (Path(__file__).parent / "data" / "locker").iterdir():
         shutil.copy(path, tmp_path / path.name)
     return tmp_path / "unit.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _slow_tests_are_marked(request, monkeypatch):
+    """`make check` leaves out the tests that start an embedded model (marked `e2e`) and the ones that
+    start processes (marked `slow`: mypy, mkdocs, pip, kill-and-resume); an unmarked test doing
+    either fails here, so the inner loop stays fast as tests are added."""
+    import multiprocessing.process
+    import subprocess
+
+    from harness.models import backends
+
+    def refuse(what: str, mark: str):
+        def refused(*_args, **_kwargs):
+            raise RuntimeError(f"{request.node.nodeid} {what}: mark it @pytest.mark.{mark}")
+
+        return refused
+
+    if not request.node.get_closest_marker("e2e"):
+        monkeypatch.setattr(backends, "local_server", refuse("starts an embedded model", "e2e"))
+    if not request.node.get_closest_marker("e2e") and not request.node.get_closest_marker("slow"):
+        monkeypatch.setattr(subprocess.Popen, "__init__", refuse("starts a process", "slow"))
+        monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("starts a process", "slow"))

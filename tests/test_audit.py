@@ -152,6 +152,7 @@ def test_the_difference_is_paired_by_compaction_and_tested_over_sessions():
     assert verdict(few, 4, 4).startswith("too few compactions to tell: 4 compared compactions in 4 sessions")
 
 
+@pytest.mark.slow
 def test_the_audit_of_a_folder_of_mixed_formats_names_and_skips_a_bad_file(tmp_path, capsys):
     for fmt, (write, suffix) in WRITERS.items():
         (tmp_path / f"{fmt}{suffix}").write_text(write(SESSION))

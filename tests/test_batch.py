@@ -188,6 +188,7 @@ def _wait_for_batch_in_flight(runs, wave, process):
     raise AssertionError("the run never had a batch in flight")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wave", [1, 3])
 def test_sigkill_mid_wave_then_resume_collects_the_batch_in_flight_without_resubmitting(eval_file, tmp_path, wave):
     _fast_polls(eval_file)
@@ -221,9 +222,10 @@ def test_sigkill_mid_wave_then_resume_collects_the_batch_in_flight_without_resub
     assert _files(killed) == _files(whole)
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_the_batches_running_and_says_how_to_resume(eval_file, tmp_path):
     _fast_polls(eval_file)
-    with BatchServer(batch_delay_s=5.0) as server:
+    with BatchServer(batch_delay_s=300.0) as server:
         runs = tmp_path / "runs"
         # As from a terminal: a job started in the background (`make test &`) inherits SIGINT ignored.
         process = subprocess.Popen(
@@ -234,10 +236,10 @@ def test_ctrl_c_leaves_the_batches_running_and_says_how_to_resume(eval_file, tmp
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         _wait_for_batch_in_flight(runs, 1, process)
-        started = time.monotonic()
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
-    assert process.returncode == 130 and time.monotonic() - started < 3  # it did not wait for the batch
+        _, err = process.communicate(timeout=60)
+        # It did not wait for the batch (minutes from ending), nor cancel it: the batch runs on.
+        assert process.returncode == 130 and server._batch("msgbatch_000001")["processing_status"] == "in_progress"
     (run_dir,) = runs.iterdir()
     assert "msgbatch_000001" in err and f"--batch --resume {run_dir}" in err and "Traceback" not in err
 
@@ -284,11 +286,13 @@ def test_ctrl_c_dropped_inside_a_finaliser_still_stops_the_wait():
         signal.signal(signal.SIGINT, before)
 
 
-def test_batch_on_a_server_without_a_batch_endpoint_fails_in_seconds(eval_file, tmp_path):
+@pytest.mark.slow
+def test_batch_on_a_server_without_a_batch_endpoint_fails_at_its_first_refusal(eval_file, tmp_path):
     with BatchServer(batches=False) as server:
-        started = time.monotonic()
         result = subprocess.run(_command(server, eval_file, tmp_path), capture_output=True, text=True)
-    assert result.returncode == 1 and time.monotonic() - started < 10
+    # At once: the preflight message and the refused batch, no retry and no wait (a clock would
+    # measure the machine's load, not this).
+    assert result.returncode == 1 and server.http_requests == 2 and server.direct_messages == 1
     assert result.stderr.count("\n") == 1 and "--batch" in result.stderr and "HTTP 404" in result.stderr
     assert "has no Message Batches API" in result.stderr and not (tmp_path / "runs").exists()
 
@@ -316,6 +320,7 @@ def test_the_plan_predicts_requests_waves_and_tokens_of_a_run_on_a_model_that_an
     assert after.cached == plan.direct.requests + plan.cached
 
 
+@pytest.mark.slow
 def test_the_plan_command_prices_direct_and_batch_execution(eval_file, tmp_path):
     from harness.execution.rehearsal import Estimate, Work, costs
     from harness.inputs.evalfile import Prices
@@ -368,6 +373,7 @@ def test_a_negative_price_in_an_eval_file_names_its_line(eval_file):
     assert "unit.yaml:8: prices.input" in str(error.value)
 
 
+@pytest.mark.slow
 def test_the_eval_setting_runs_in_batch_mode_without_the_flag(eval_file, tmp_path):
     eval_file.write_text(eval_file.read_text() + "batch: true\nbatch_poll_seconds: 0.02\n")
     with BatchServer(batch_delay_s=0.02) as server:

@@ -97,6 +97,7 @@ def test_every_argument_of_every_command_says_what_it_is():
     assert list(missing(build_parser(), "harness")) == []
 
 
+@pytest.mark.slow
 def test_the_reference_pages_are_generated_from_the_code_as_it_is():
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "docs_reference.py"), "--check"], capture_output=True, text=True
@@ -104,6 +105,7 @@ def test_the_reference_pages_are_generated_from_the_code_as_it_is():
     assert done.returncode == 0, done.stderr  # a flag or field changed: run `make docs`
 
 
+@pytest.mark.slow
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],

@@ -232,8 +232,9 @@ def test_the_report_of_a_real_run_in_headless_chromium(tmp_path, capsys):
 
 
 def test_langchain_eval_on_the_embedded_model(tmp_path, capsys):
-    """evals/langchain.yaml with the extra installed: LangChain's SummarizationMiddleware summarises
-    through the embedded model and its retention is measured beside our prompts'."""
+    """evals/langchain.yaml with the extra installed, on one of its conversations: LangChain's
+    SummarizationMiddleware summarises through the embedded model and its retention is measured
+    beside our prompt's."""
     pytest.importorskip("langchain.agents.middleware.summarization")
     eval_file = Path(__file__).parents[1] / "evals" / "langchain.yaml"
     seed = str(eval_file.parents[1] / "harness" / "prompts" / "seed.txt")
@@ -248,6 +249,8 @@ def test_langchain_eval_on_the_embedded_model(tmp_path, capsys):
                 "40%",
                 "--prompt",
                 seed,
+                "--scenario",
+                "trip-planning",
                 "--no-probes",
                 "--results",
                 str(tmp_path),

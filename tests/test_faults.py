@@ -50,6 +50,7 @@ def _strip(records):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs, cases_done, extra_wait", [(1, 0, 0.0), (1, 2, 0.1), (1, 4, 0.05), (4, 0, 0.15)])
 def test_sigkill_at_any_point_then_resume_gives_the_uninterrupted_records(
     eval_file, tmp_path, jobs, cases_done, extra_wait

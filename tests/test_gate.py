@@ -162,6 +162,7 @@ def test_reports_escape_model_text(tmp_path):
     assert len(pd.read_csv(paths["csv"])) == 8
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: run scripts/install-chromium.sh")
 def test_html_report_renders_its_plots_in_headless_chromium(tmp_path):
     run = make_run(tmp_path / "run", {k: k[1] in ("f0", "f1") for k in facts(3, 3)})
@@ -183,6 +184,7 @@ def test_html_report_renders_its_plots_in_headless_chromium(tmp_path):
     assert len(found["images"]) == 5 and set(found["images"]) == {"ok"}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: run scripts/install-chromium.sh")
 def test_model_text_stays_text_inside_the_explorer(tmp_path):
     run = make_run(tmp_path / "run", {k: False for k in facts(2, 2)})  # answers are "<script>alert(i)</script>"
@@ -374,6 +376,7 @@ def test_a_baseline_with_other_sampling_or_layout_cannot_judge(tmp_path, capsys)
     assert "recorded with sampling None" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_analysis_never_imports_the_runner_the_agent_or_the_sdk():
     # (it reads the strategy registry in harness.compaction, which imports nothing of the agent's)
     code = (

@@ -68,6 +68,7 @@ def test_a_strategy_module_that_prints_on_import_keeps_stdout_clean(eval_file, t
     assert "hello" not in captured.out and "hello from an import" in captured.err
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_is_not_a_traceback():
     child = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "schema"], stdout=subprocess.PIPE, stderr=subprocess.PIPE

@@ -48,6 +48,7 @@ def graph() -> dict[str, set[str]]:
     return edges
 
 
+@pytest.mark.slow
 def test_analysis_and_reports_import_nothing_from_execution_or_models():
     for part in ("harness.analysis", "harness.reports"):
         assert not graph()[part] & {"harness.execution", "harness.models"}, part
@@ -81,6 +82,7 @@ def test_imports_run_downwards_in_at_most_five_floors():
     assert floors["harness.cli"] == max(floors.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["check"], ["format", "--check"]])
 def test_ruff_finds_nothing_to_fix(command):
     done = subprocess.run(
@@ -92,6 +94,7 @@ def test_ruff_finds_nothing_to_fix(command):
     assert done.returncode == 0, done.stdout + done.stderr  # `make lint` fixes what it can
 
 
+@pytest.mark.slow
 def test_mypy_finds_no_type_errors_in_the_seams():
     """Strict types on models, compaction, records, scoring and analysis (pyproject.toml)."""
     done = subprocess.run([sys.executable, "-m", "mypy"], cwd=PACKAGE.parent, capture_output=True, text=True)

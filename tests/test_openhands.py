@@ -186,6 +186,7 @@ def test_without_the_extra_the_error_is_one_line_naming_the_install(monkeypatch)
         importlib.import_module("harness.adapters.openhands")
 
 
+@pytest.mark.slow
 def test_importing_the_adapter_leaves_the_output_and_the_network_alone():
     # OpenHands configures the root logger on import (every HTTP request at INFO), prints a banner,
     # and LiteLLM fetches its price list; the adapter turns all three off, in a fresh interpreter.

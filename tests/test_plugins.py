@@ -126,6 +126,7 @@ def installed(tmp_path, monkeypatch):
         sys.modules.pop(name, None)
 
 
+@pytest.mark.slow
 def test_a_strategy_from_an_installed_package_runs_by_its_name(installed, eval_file, tmp_path):
     eval_file.write_text(
         eval_file.read_text().replace(
@@ -144,6 +145,7 @@ def test_a_strategy_from_an_installed_package_runs_by_its_name(installed, eval_f
     assert about["module"] == "userlines" and about["packages"]["userlines-compactor"] == "1.2.3"
 
 
+@pytest.mark.slow
 def test_a_broken_plugin_is_an_error_naming_its_package(installed, eval_file):
     eval_file.write_text(
         eval_file.read_text().replace("strategies: [summary, truncate, none, no-history]", "strategies: [broken]")
@@ -152,6 +154,7 @@ def test_a_broken_plugin_is_an_error_naming_its_package(installed, eval_file):
         load_eval(eval_file)
 
 
+@pytest.mark.slow
 def test_an_unknown_strategy_lists_the_installed_ones(installed, eval_file):
     eval_file.write_text(
         eval_file.read_text().replace("strategies: [summary, truncate, none, no-history]", "strategies: [user-line]")
@@ -175,6 +178,7 @@ turns:
 """
 
 
+@pytest.mark.slow
 def test_matchers_importers_action_keys_and_models_come_from_an_installed_package(installed, tmp_path, capsys):
     from harness.actions import target
     from harness.cli import main

