@@ -27,14 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .plugins import Registry
+from .tool_vocabulary import COMMAND_KEYS, PATH_KEYS, PATTERN_KEYS, SHELL_TOOLS, patched_files
 
 NO_TOOL = "answers without a tool"
-PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file", "file")
-COMMAND_KEYS = ("command", "cmd", "script")
-PATTERN_KEYS = ("pattern", "regex", "query", "q", "url", "glob")
-SHELLS = {"bash", "shell", "sh", "exec_command", "local_shell", "run_command", "terminal", "swe_agent", "run"}
 _FENCED = re.compile(r"```(?:bash|sh|shell|console|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.DOTALL)
-_PATCHED = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)|^\+\+\+ b/(\S+)", re.MULTILINE)
 _CHAINED = re.compile(r"\s*(?:&&|;|\|\||\|)\s*")  # commands chained or piped
 EDITS_LAST = {"sed", "awk", "perl", "patch"}  # programs whose target is their last operand
 
@@ -75,8 +71,8 @@ def programs(line: str) -> set[str]:
 
 def _patch(arguments: dict[str, Any]) -> str | None:
     text = " ".join(v for v in arguments.values() if isinstance(v, str))
-    found = _PATCHED.search(text)
-    return path(found[1] or found[2]) if found else None
+    files = patched_files(text)
+    return path(files[0]) if files else None
 
 
 # Tools whose target none of the general readers finds, by lower-case name. Another package adds
@@ -136,7 +132,7 @@ def of_reply(content: list[dict[str, Any]], tools: list[dict[str, Any]], from_te
     calls = [block for block in content if block.get("type") == "tool_use"]
     if calls:
         return of_call(calls[0]["name"], calls[0].get("input") or {}, from_text > 0)
-    shells = [t["name"] for t in tools if t.get("name", "").lower() in SHELLS]
+    shells = [t["name"] for t in tools if t.get("name", "").lower() in SHELL_TOOLS]
     text = "\n".join(block.get("text", "") for block in content if block.get("type") == "text")
     fenced = _FENCED.search(text)
     if fenced and len(shells) == 1 and fenced[1].strip():

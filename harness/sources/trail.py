@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..actions import of_call, path, programs, target
-from .importers.derive import EDIT_TOOLS, SHELL_TOOLS, applied, plan_of, took_effect, written_files
+from ..tool_vocabulary import EDIT_TOOLS, READ_TOOLS, SHELL_TOOLS
+from .importers.derive import applied, plan_of, took_effect, written_files
 from .importers.session import Call
 
-READ_TOOLS = {"read", "view", "open", "read_file", "cat", "open_file", "view_file"}
 _READS = re.compile(  # a shell line that prints one file, with the part it prints: sed's range, head's count
     r"^\s*(?:cat|less|more|bat|nl|sed -n (\S+)|(?:head|tail)(?:\s+-n)?(?:\s+(-?\d+))?)"
     r"\s+(?:-\S+\s+)*([\w./-]+\.\w+)\s*$"

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError, plural
+from ...tool_vocabulary import SHELL_PROGRAMS
 from .logfile import json_lines, log_name
 from .session import Builder, Call, Session, arguments_of, quote, slug, text_of
 
 ROLLOUT_KINDS = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 # What Codex itself writes as a user message ahead of the user's words.
 _PREAMBLE = re.compile(r"^\s*(?:<environment_context>|<user_instructions>|<INSTRUCTIONS>|# AGENTS\.md instructions)")
-_SHELLS = {"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"}
 
 
 def read(path: Path) -> list[Session]:
@@ -100,7 +100,7 @@ def _call(item: dict[str, Any], where: str, notes: list[str]) -> Call:
 
 def _command_line(argv: list[Any]) -> str:
     """["bash", "-lc", "pytest -x"] as the line the shell runs; another list as one would type it."""
-    if len(argv) == 3 and str(argv[0]) in _SHELLS and str(argv[1]) in ("-c", "-lc", "-l -c"):
+    if len(argv) == 3 and str(argv[0]) in SHELL_PROGRAMS and str(argv[1]) in ("-c", "-lc", "-l -c"):
         return str(argv[2])
     return quote(argv)
 

@@ -28,26 +28,10 @@ from typing import Any
 from ...messages import strings_in
 from ...scoring.matchers import mentions
 from ...scoring.normalize import distinctive
+from ...tool_vocabulary import EDIT_TOOLS, PATH_KEYS, SHELL_TOOLS, patched_files
 from .redact import MARK
 from .session import PLACEHOLDERS, Session, TurnOf, layout, person_said
 
-EDIT_TOOLS = {
-    "edit",
-    "write",
-    "multiedit",
-    "notebookedit",
-    "create",
-    "create_file",
-    "write_file",
-    "edit_file",
-    "str_replace_editor",
-    "str_replace_based_edit_tool",
-    "apply_patch",
-}
-SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_command", "terminal", "swe_agent"}
-PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)", re.MULTILINE)
-_DIFF_FILE = re.compile(r"^(?:diff --git a/\S+ b/(\S+)|\+\+\+ b/(\S+))", re.MULTILINE)
 _WRITES = re.compile(
     r"(?:>>?|\btee(?:\s+-a)?)\s+([\w./-]+\.\w+)|\b(?:sed\s+-i\S*|rm|touch|truncate)\s+(?:-\S+\s+)*"
     r"(?:'[^']*'\s+|\"[^\"]*\"\s+)?([\w./-]+\.\w+)"
@@ -243,11 +227,6 @@ def _tests(turns: list[TurnOf], texts: list[str], plant) -> None:
             return
 
 
-def diff_files(diff: str) -> list[str]:
-    """The files a unified diff (`git diff`, a submitted patch) changes, in order."""
-    return list(dict.fromkeys(a or b for a, b in _DIFF_FILE.findall(diff)))
-
-
 def written_files(call) -> list[str]:
     """The files a tool call created, changed or removed, as it names them."""
     name = call.tool.lower()
@@ -255,8 +234,7 @@ def written_files(call) -> list[str]:
     if name in EDIT_TOOLS:
         found += [str(call.input[k]) for k in PATH_KEYS if isinstance(call.input.get(k), str)]
     text = " ".join(str(v) for v in call.input.values() if isinstance(v, str))
-    found += _PATCH_FILE.findall(text)
-    found += diff_files(text)
+    found += patched_files(text)
     if name in SHELL_TOOLS:
         command = _command(call) or text
         first_line = _first_line(command)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError, plural
-from .derive import diff_files
+from ...tool_vocabulary import patched_files
 from .logfile import log_name, read_json
 from .session import LOG_STARTS, Builder, Call, Session, slug, text_of
 
@@ -56,7 +56,7 @@ def read_info(data: Any, session: Session) -> None:
     """The run's own record (`info`, as SWE-agent and mini-swe-agent write it): the files of the
     diff it submitted, and how it ended."""
     info = data.get("info") if isinstance(data, dict) and isinstance(data.get("info"), dict) else {}
-    session.files_changed = diff_files(str(info.get("submission") or ""))
+    session.files_changed = patched_files(str(info.get("submission") or ""))
     if info.get("exit_status"):
         session.notes.append(f"the run ended with exit status {info['exit_status']!r}")
 
