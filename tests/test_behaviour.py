@@ -12,6 +12,7 @@ from harness.analysis.compare import behaviour_floor, behaviour_units
 from harness.execution import behaviour
 from harness.inputs.probes import probes
 from harness.inputs.scenario import Scenario
+from harness.records.schema import Behaviour
 from harness.reports.tables import behaviour_at_the_cut
 
 TOOLS = [{"name": n, "description": n, "result": "ok"} for n in ("Read", "Edit", "Bash", "TodoWrite")]
@@ -150,7 +151,7 @@ def test_each_check_finds_the_step_that_goes_wrong(tool, arguments, broken):
 )
 def test_steps_that_keep_to_the_history_break_nothing(tool, arguments):
     found = checks(crafted(), tool, **arguments)
-    assert not any(found.values()) and set(found) == set(behaviour.CHECKS)
+    assert not any(found.values()) and set(found) == set(Behaviour)
 
 
 def test_a_change_since_a_failure_or_a_read_makes_trying_again_fine():
@@ -181,7 +182,7 @@ def test_nothing_to_check_is_not_applicable_rather_than_kept():
         }
     )
     bare.turns[-1].assistant.final = "Done."
-    assert checks(bare, "Bash", command="ls") == {name: None for name in behaviour.CHECKS}
+    assert checks(bare, "Bash", command="ls") == dict.fromkeys(Behaviour)
 
 
 def test_a_lifted_constraint_forbids_nothing_and_the_new_one_stands():
@@ -261,15 +262,10 @@ def test_each_check_is_paired_with_the_full_history_floor_over_scenarios():
     assert comparison.test.mean_a == 1.0 and comparison.test.mean_b == pytest.approx(1 / 3)
     assert len(behaviour_units(cuts([0, 1], []), "keeps-constraints")) == 18
     table = behaviour_at_the_cut(cuts([0, 1], []))
-    row = table.loc[("summary: seed", "breaks a constraint the user gave")]
+    row = table.loc[("summary: seed", "constraint broken")]
     assert row["compacted"].startswith("67% (12/18") and row["full history (the floor)"].startswith("0% (0/18")
     assert "more often than the floor" in row["difference"]
     better = behaviour_at_the_cut(cuts([], [0, 1]))  # the full-history agent went wrong, the compacted one not
-    assert (
-        "less often than the floor" in better.loc[("summary: seed", "breaks a constraint the user gave"), "difference"]
-    )
+    assert "less often than the floor" in better.loc[("summary: seed", "constraint broken"), "difference"]
     same = behaviour_at_the_cut(cuts([0], [0]))  # the same steps either way: nothing to blame on compaction
-    assert (
-        "not distinguishable from the floor"
-        in same.loc[("summary: seed", "breaks a constraint the user gave"), "difference"]
-    )
+    assert "not distinguishable from the floor" in same.loc[("summary: seed", "constraint broken"), "difference"]

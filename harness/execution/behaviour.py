@@ -23,11 +23,10 @@ from typing import Any
 from ..actions import Action, path
 from ..inputs.probes import Probe
 from ..inputs.scenario import Scenario
+from ..records.schema import Behaviour
 from ..sources.importers.derive import plan_of
 from ..sources.importers.session import Call
 from ..sources.trail import Trail, breaks, forbids, read_key, same_attempt, touches
-
-CHECKS = ("breaks_constraint", "redoes_finished", "repeats_failure", "rereads")
 
 
 @dataclass(frozen=True)
@@ -41,12 +40,12 @@ class Situation:
     failed: tuple[tuple[str, dict[str, Any]], ...] = ()  # failed calls with nothing changed since
     unchanged_reads: frozenset[tuple[str, str]] = frozenset()  # (file, part) read and not changed since
 
-    def nothing_to_check(self) -> dict[str, bool]:
+    def nothing_to_check(self) -> dict[Behaviour, bool]:
         return {
-            "breaks_constraint": not (self.forbidden_paths or self.forbidden_programs),
-            "redoes_finished": not self.finished,
-            "repeats_failure": not self.failed,
-            "rereads": not self.unchanged_reads,
+            Behaviour.REREADS: not self.unchanged_reads,
+            Behaviour.REPEATS_FAILURE: not self.failed,
+            Behaviour.BREAKS_CONSTRAINT: not (self.forbidden_paths or self.forbidden_programs),
+            Behaviour.REDOES_FINISHED: not self.finished,
         }
 
 
@@ -82,17 +81,19 @@ def situation(scenario: Scenario, facts: list[Probe], turn: int) -> Situation:
     )
 
 
-def check(step: Action, at: Situation) -> dict[str, bool | None]:
+def check(step: Action, at: Situation) -> dict[Behaviour, bool | None]:
     """The four checks of one step (None: nothing to check at this cut; a reply with no tool call does
     none of these things)."""
     tool, arguments = step.tool or "", step.arguments or {}
     plan = plan_of(Call(tool, arguments))
     went_wrong = step.tool is not None and {
-        "breaks_constraint": breaks(touches(tool, arguments), at.forbidden_paths, at.forbidden_programs),
-        "redoes_finished": (plan is not None and any(item in plan[0] and item not in plan[1] for item in at.finished))
+        Behaviour.REREADS: read_key(tool, arguments) in at.unchanged_reads,
+        Behaviour.REPEATS_FAILURE: any(same_attempt(tool, arguments, f) for f in at.failed),
+        Behaviour.BREAKS_CONSTRAINT: breaks(touches(tool, arguments), at.forbidden_paths, at.forbidden_programs),
+        Behaviour.REDOES_FINISHED: (
+            plan is not None and any(item in plan[0] and item not in plan[1] for item in at.finished)
+        )
         or (tool, arguments) in at.finishing,
-        "repeats_failure": any(same_attempt(tool, arguments, f) for f in at.failed),
-        "rereads": read_key(tool, arguments) in at.unchanged_reads,
     }
     return {
         name: None if empty else bool(went_wrong and went_wrong[name]) for name, empty in at.nothing_to_check().items()

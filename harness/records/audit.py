@@ -15,14 +15,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# The signals, in the order of every table: key -> what the docs and the tables call it.
-SIGNALS = {
-    "rereads": "re-read",
-    "repeats_failure": "repeated failure",
-    "breaks_constraint": "constraint broken",
-    "redoes_finished": "plan regressed",
-    "user_repeats": "user repeats",
-}
+from .schema import Behaviour
+
+# The signals, in the order of every table: key -> what the docs and the tables call it. The
+# agent's are the behaviours a run checks at its cuts; the user repeating themselves is the audit's own.
+SIGNALS = {**{b.value: b.label for b in Behaviour}, "user_repeats": "user repeats"}
 
 
 @dataclass(frozen=True)

@@ -8,20 +8,47 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from enum import StrEnum
 from typing import Any
 
 # The reference points every eval may run beside the compactions under test (strategy -> label).
 CONTROL_LABELS = {"none": "ceiling (full history)", "no-history": "control: no history"}
 CEILING, NO_HISTORY = CONTROL_LABELS["none"], CONTROL_LABELS["no-history"]
 CONTROLS = tuple(CONTROL_LABELS.values())
-# Behaviour at the cut, as metrics where higher is better (the share of cuts where the step did not go
-# wrong), each read from its column of the next-action records.
-BEHAVIOURS = {
-    "keeps-constraints": "breaks_constraint",
-    "keeps-finished-work": "redoes_finished",
-    "no-repeated-failure": "repeats_failure",
-    "no-reread": "rereads",
+
+
+class Behaviour(StrEnum):
+    """A step that goes against what the history says: checked at each cut of a run (a column of the
+    next-action records) and found in agents' own logs by the audit. One label each, in every table."""
+
+    REREADS = "rereads"
+    REPEATS_FAILURE = "repeats_failure"
+    BREAKS_CONSTRAINT = "breaks_constraint"
+    REDOES_FINISHED = "redoes_finished"
+
+    @property
+    def label(self) -> str:
+        return _BEHAVIOUR_LABELS[self]
+
+    @property
+    def metric(self) -> str:
+        """Its metric, where higher is better: the share of cuts where the step did not go wrong."""
+        return _BEHAVIOUR_METRICS[self]
+
+
+_BEHAVIOUR_LABELS = {
+    Behaviour.REREADS: "re-read",
+    Behaviour.REPEATS_FAILURE: "repeated failure",
+    Behaviour.BREAKS_CONSTRAINT: "constraint broken",
+    Behaviour.REDOES_FINISHED: "plan regressed",
 }
+_BEHAVIOUR_METRICS = {
+    Behaviour.REREADS: "no-reread",
+    Behaviour.REPEATS_FAILURE: "no-repeated-failure",
+    Behaviour.BREAKS_CONSTRAINT: "keeps-constraints",
+    Behaviour.REDOES_FINISHED: "keeps-finished-work",
+}
+BEHAVIOURS = {b.metric: b for b in Behaviour}  # metric -> the behaviour (its column) it reads
 # Does the summary state the fact; does the probe answer; does the compacted agent take the step the
 # uncompacted one takes; and does its step keep to what the history says.
 METRICS = ("retention", "recall", "next-action", *BEHAVIOURS)

@@ -13,7 +13,7 @@ from ..analysis.rates import compacting, fact_clusters, recall_rate, retention_r
 from ..analysis.stats import minimum_detectable_drop, paired_test, rate
 from ..errors import plural
 from ..records.load import budget_order, failed, overflowed, shrinks, summaries
-from ..records.schema import NO_SUMMARY, OVERFLOWED
+from ..records.schema import NO_SUMMARY, OVERFLOWED, Behaviour
 
 
 def rate_text(group: pd.DataFrame) -> str:
@@ -216,14 +216,6 @@ def _drop_text(test, floor: str, alpha: float) -> str:
     return f"{-test.difference:.1%} ({low:.1%} to {high:.1%}), p = {test.p_value:.3g}: {verdict}"
 
 
-BEHAVIOUR_TEXT = {
-    "keeps-constraints": "breaks a constraint the user gave",
-    "keeps-finished-work": "redoes a finished plan item",
-    "no-repeated-failure": "repeats a failure, nothing changed since",
-    "no-reread": "re-reads a file not changed since",
-}
-
-
 def behaviour_at_the_cut(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Per variant and check: how often the compacted agent's next step goes wrong, how often the
     full-history agent's step at the same cut does (the floor), and the difference, paired and tested
@@ -231,8 +223,8 @@ def behaviour_at_the_cut(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataF
     finished item, a failure, a file read)."""
     rows = {}
     for v in variant_order(compacting(actions)["variant"].unique()):
-        for metric, what in BEHAVIOUR_TEXT.items():
-            pairs = behaviour_floor(actions[actions["variant"] == v], metric).pairs
+        for behaviour in Behaviour:
+            pairs = behaviour_floor(actions[actions["variant"] == v], behaviour.metric).pairs
             if pairs.empty:
                 continue
             wrong = 1.0 - pairs[["hit_a", "hit_b"]]
@@ -243,7 +235,7 @@ def behaviour_at_the_cut(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataF
                 verdict = f": {'more' if test.difference > 0 else 'less'} often than the floor"
             else:
                 verdict = ": not distinguishable from the floor"
-            rows[(v, what)] = {
+            rows[(v, behaviour.label)] = {
                 "compacted": rate(wrong["hit_b"], pairs["scenario"]).text(),
                 "full history (the floor)": rate(wrong["hit_a"], pairs["scenario"]).text(),
                 "difference": test.describe() + verdict,
