@@ -167,16 +167,17 @@ def describe(comparison: Comparison, flips: int = 20) -> str:
     for title, rows in ((f"kept better by {c.label_a}", c.lost), (f"kept better by {c.label_b}", c.gained)):
         if len(rows):
             lines.append(f"{title}:")
-            for row in rows.head(flips).itertuples():
-                detail = f"expected {row.expected_a!r}"
+            for row in rows.head(flips).to_dict("records"):
+                detail = f"expected {row['expected_a']!r}"
                 if c.metric == "recall":
+                    b_lost = row["hit_a"] > row["hit_b"]
                     detail += (
-                        f"; {c.label_b if row.hit_a > row.hit_b else c.label_a} answered "
-                        f"{str(row.answer_b if row.hit_a > row.hit_b else row.answer_a)[:80]!r}"
+                        f"; {c.label_b if b_lost else c.label_a} answered "
+                        f"{str(row['answer_b'] if b_lost else row['answer_a'])[:80]!r}"
                     )
                 else:
-                    detail += f"; retained in {row.hit_a:.0%} vs {row.hit_b:.0%} of summaries"
-                lines.append(f"  {row.scenario}/{row.fact} (budget {row.budget}): {detail}")
+                    detail += f"; retained in {row['hit_a']:.0%} vs {row['hit_b']:.0%} of summaries"
+                lines.append(f"  {row['scenario']}/{row['fact']} (budget {row['budget']}): {detail}")
             if len(rows) > flips:
                 lines.append(f"  ... and {len(rows) - flips} more")
     return "\n".join(lines)

@@ -4,6 +4,8 @@ survival by compactions, and compression. Each returns a matplotlib figure, or N
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from ..analysis.rates import compacting, recall_rate, variant_order
@@ -12,20 +14,25 @@ from ..records.load import budget_order
 from ..records.schema import CEILING, CONTROLS, NO_HISTORY
 from .tables import COMPRESSION, SUMMARY_TOKENS, summary_costs, where_lost
 
+if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn, not when reports are read
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-def _figure(**size):
+
+def _figure(width: float, height: float, columns: int = 1) -> tuple[Figure, list[Axes]]:
     import matplotlib
 
     matplotlib.use("Agg")  # no display: files only
     import matplotlib.pyplot as plt
 
-    return plt.subplots(**size)
+    figure = plt.figure(figsize=(width, height))
+    return figure, [figure.add_subplot(1, columns, i + 1) for i in range(columns)]
 
 
 MIN_CELL = 5  # heatmap cells with fewer scored probes are greyed: their rate says little
 
 
-def _rates_with_intervals(ax, x, groups: list[pd.DataFrame], label: str, offset: float = 0.0) -> None:
+def _rates_with_intervals(ax: Axes, x: list[int], groups: list[pd.DataFrame], label: str, offset: float = 0.0) -> None:
     """Recall with its 95% interval as an error bar at each x, n beside each point."""
     rates = [recall_rate(g) for g in groups]
     shown = [(xi + offset, r) for xi, r in zip(x, rates) if r.n]
@@ -44,12 +51,12 @@ def _rates_with_intervals(ax, x, groups: list[pd.DataFrame], label: str, offset:
         ax.annotate(f"n={r.n}", (xi, r.value), textcoords="offset points", xytext=(4, 4), fontsize=7)
 
 
-def plot_recall_by_budget(run: Run):
+def plot_recall_by_budget(run: Run) -> Figure | None:
     df = run.records
     budgets = sorted(df["budget"].dropna().unique(), key=budget_order)
     if not budgets:
         return None
-    fig, ax = _figure(figsize=(7, 4))
+    fig, (ax,) = _figure(7, 4)
     x = list(range(len(budgets)))
     tested = [v for v in variant_order(df["variant"].unique()) if v not in CONTROLS]
     for i, v in enumerate(tested):  # a small offset per variant, so intervals do not hide each other
@@ -76,12 +83,12 @@ def plot_recall_by_budget(run: Run):
     return fig
 
 
-def plot_recall_by_kind(run: Run):
+def plot_recall_by_kind(run: Run) -> Figure | None:
     df = run.records
     kinds, variants = sorted(df["kind"].unique()), variant_order(df["variant"].unique())
     rates = [[recall_rate(df[(df["kind"] == k) & (df["variant"] == v)]) for v in variants] for k in kinds]
     grid = [[r.value if r.n >= MIN_CELL else float("nan") for r in row] for row in rates]
-    fig, ax = _figure(figsize=(1.6 + 1.3 * len(variants), 0.8 + 0.5 * len(kinds)))
+    fig, (ax,) = _figure(1.6 + 1.3 * len(variants), 0.8 + 0.5 * len(kinds))
     ax.set_facecolor("#dddddd")  # NaN cells (too few probes) show the grey background
     shown = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
     ax.set(
@@ -109,10 +116,10 @@ def plot_recall_by_kind(run: Run):
     return fig
 
 
-def plot_where_lost(run: Run):
+def plot_where_lost(run: Run) -> Figure | None:
     lost = where_lost(run.records)
     parts = ["recalled", "lost: not in summary", "lost: in summary, not recalled", "lost: still verbatim", "errors"]
-    fig, ax = _figure(figsize=(7, 0.9 + 0.5 * len(lost)))
+    fig, (ax,) = _figure(7, 0.9 + 0.5 * len(lost))
     left = pd.Series(0, index=lost.index)
     for part in parts:
         share = lost[part] / lost["probes"]
@@ -123,9 +130,9 @@ def plot_where_lost(run: Run):
     return fig
 
 
-def plot_survival(run: Run):
+def plot_survival(run: Run) -> Figure | None:
     compacted = compacting(run.records)
-    fig, ax = _figure(figsize=(7, 4))
+    fig, (ax,) = _figure(7, 4)
     variants = variant_order(compacted["variant"].unique())
     for i, v in enumerate(variants):
         group = compacted[compacted["variant"] == v]
@@ -145,9 +152,9 @@ def plot_survival(run: Run):
     return fig
 
 
-def plot_summary_costs(run: Run):
+def plot_summary_costs(run: Run) -> Figure | None:
     costs = summary_costs(run.compactions)
-    fig, (left_ax, right_ax) = _figure(ncols=2, figsize=(9, 3.5))
+    fig, (left_ax, right_ax) = _figure(9, 3.5, columns=2)
     left_ax.bar(costs.index, costs[COMPRESSION])
     left_ax.axhline(1, color="grey", linestyle="--")
     left_ax.set(title="Median size after / before compaction", ylabel="ratio (below 1 shrinks)")

@@ -508,7 +508,7 @@ def _constraints(session: Session, turns: list[TurnOf], plant, facts: dict[int, 
         exchange = session.exchanges[where.exchange]
         if where.step is not None and where.step is not exchange.steps[0]:
             continue  # a user's words are in the first turn of their exchange
-        said, where = person_said(exchange.user)  # a person's words only, not a harness's template
+        said, found_in = person_said(exchange.user)  # a person's words only, not a harness's template
         for verb, obj in prohibitions(said):
             if obj.lower() in seen:
                 continue
@@ -527,7 +527,7 @@ def _constraints(session: Session, turns: list[TurnOf], plant, facts: dict[int, 
                     "constraint": True,
                     "answer": obj,
                     "probe": f"What did I tell you never to {verb.lower()}?",
-                    "source": f"a prohibition in {where}, turn {t}",
+                    "source": f"a prohibition in {found_in}, turn {t}",
                 },
             ):
                 in_force[verb.lower()] = (fact_id, obj)
