@@ -10,9 +10,12 @@ uses (replies, summaries, tool results).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 Message = dict[str, Any]
+# Where a summary request puts the summary prompt: "system" (the seed's: the prompt as system, the
+# transcript as the user turn) or "transcript-first" (one user turn: the transcript, then the prompt).
+SummaryLayout = Literal["system", "transcript-first"]
 
 
 def content_text(content: str | list[dict[str, Any]], separator: str = "\n") -> str:

@@ -86,6 +86,15 @@ def rate(values: pd.Series, clusters: pd.Series) -> Rate:
 
 
 @dataclass(frozen=True)
+class Judgement:
+    """A judged difference's 95% interval and its p-value."""
+
+    low: float
+    high: float
+    p_value: float
+
+
+@dataclass(frozen=True)
 class PairedTest:
     """B minus A on paired units, tested over clusters."""
 
@@ -104,6 +113,13 @@ class PairedTest:
     @property
     def judged(self) -> bool:
         return self.p_value is not None
+
+    @property
+    def judgement(self) -> Judgement | None:
+        """The interval and p-value, typed as present; None when too few clusters to judge."""
+        if self.low is None or self.high is None or self.p_value is None:
+            return None
+        return Judgement(self.low, self.high, self.p_value)
 
     def describe(self) -> str:
         if not self.judged:

@@ -25,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        code: int = args.handler(args)
+        return code
     except (InputError, SetupError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import EXIT_OK, at_least, model_flags
+from .common import EXIT_OK, Commands, at_least, model_flags
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -34,7 +34,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(commands) -> None:
+def register(commands: Commands) -> None:
     chat = commands.add_parser("chat", help="talk to the agent and watch compaction fire")
     model_flags(chat, "local")
     chat.add_argument("--budget", type=at_least(1), default=1200, help="compact above this size (default 1200)")

@@ -6,9 +6,17 @@ from __future__ import annotations
 import argparse
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from ..errors import InputError, did_you_mean
+
+if TYPE_CHECKING:
+    from ..execution.evals import Eval
+
+# The `harness` parser's subcommands, to which each module of this package adds its own.
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 # Every exit status of `harness`, what it means (the documentation's reference is generated from it).
@@ -27,7 +35,7 @@ EXIT_CODES = {
 class Parser(argparse.ArgumentParser):
     """argparse, with "did you mean" for a misspelt command or flag."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         unknown = re.search(r"unrecognized arguments: (\S+)", message)
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if unknown:
@@ -46,7 +54,7 @@ def _flags(parser: argparse.ArgumentParser) -> list[str]:
     return sorted(set(flags))
 
 
-def at_least(minimum: int):
+def at_least(minimum: int) -> Callable[[str], int]:
     """An argparse type: a whole number no smaller than `minimum` (the flag is named on error)."""
 
     def parse(text: str) -> int:
@@ -165,7 +173,7 @@ EVAL_FLAGS = {
 }
 
 
-def load_eval_of(args: argparse.Namespace, control: bool = True, **extra):
+def load_eval_of(args: argparse.Namespace, control: bool = True, **extra: Any) -> Eval:
     """The eval a command line names, with its flags applied (`eval_flags`)."""
     from ..execution.evals import load_eval
 

@@ -8,14 +8,18 @@ import collections
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import plugins
+
+if TYPE_CHECKING:
+    from ..execution.evals import Eval
 from ..errors import InputError, plural
 from ..sources.importers import AGENT_FORMATS
-from .common import EXIT_ERROR, EXIT_OK, writable_folder
+from .common import EXIT_ERROR, EXIT_OK, Commands, writable_folder
 
 
-def power_line(ev, results: Path) -> str:
+def power_line(ev: Eval, results: Path) -> str:
     """The smallest drop the gate can detect on this eval: from its baseline when there is one,
     else the best case the plan allows (every unit independent)."""
     from ..analysis import gate
@@ -85,10 +89,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(claude_line(ev))
             else:
                 scenario = load_scenario(path)
-                facts = probes(scenario)
-                constraints = [f.fact_id for f in facts if f.constraint]
+                planted = probes(scenario)
+                constraints = [f.fact_id for f in planted if f.constraint]
                 print(
-                    f"{path}: ok ({plural(len(scenario.turns), 'turn')}, {plural(len(facts), 'fact')}"
+                    f"{path}: ok ({plural(len(scenario.turns), 'turn')}, {plural(len(planted), 'fact')}"
                     + (f"; negative constraints: {', '.join(constraints)}" if constraints else "")
                     + ")"
                 )
@@ -105,8 +109,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from ..inputs.evalfile import EvalFile
     from ..inputs.scenario import Scenario
 
-    model = {"scenario": Scenario, "eval": EvalFile}[args.kind]
-    print(json.dumps(model.model_json_schema(), indent=2))
+    schema = Scenario.model_json_schema() if args.kind == "scenario" else EvalFile.model_json_schema()
+    print(json.dumps(schema, indent=2))
     return EXIT_OK
 
 
@@ -246,7 +250,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(commands) -> None:
+def register(commands: Commands) -> None:
     init = commands.add_parser(
         "init",
         help="write a starter into your repository: your summary prompt, a gate eval "

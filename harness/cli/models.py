@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..errors import InputError, did_you_mean
-from .common import EXIT_OK
+from .common import EXIT_OK, Commands
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -72,7 +72,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(commands) -> None:
+def register(commands: Commands) -> None:
     models = commands.add_parser("models", help="list the models that run in-process, and install their weights")
     models.set_defaults(handler=cmd_models)
     actions = models.add_subparsers(dest="action")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
-from .common import EXIT_OK, at_least
+from .common import EXIT_OK, Commands, at_least
 
 
 def run_folder(path: Path, results: str) -> Path:
@@ -101,7 +101,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(commands) -> None:
+def register(commands: Commands) -> None:
     from ..sources.importers import AGENT_FORMATS
 
     audit = commands.add_parser(

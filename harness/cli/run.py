@@ -6,12 +6,19 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, describe_error, plural
-from .common import EXIT_ERROR, EXIT_OK, eval_flags, load_eval_of, price, run_flags, writable_folder
+
+if TYPE_CHECKING:
+    from ..execution.evals import Eval
+    from ..inputs.evalfile import GateSettings
+    from ..records.manifest import Manifest
+
+from .common import EXIT_ERROR, EXIT_OK, Commands, eval_flags, load_eval_of, price, run_flags, writable_folder
 
 
-def run_eval_of(args: argparse.Namespace, control: bool = True):
+def run_eval_of(args: argparse.Namespace, control: bool = True) -> tuple[Eval, Path]:
     """Run (or resume) the eval named on the command line; return it and its run folder.
     `control`: also run the eval's keeps-nothing control prompt (a gate reads the baseline's)."""
     from ..execution.executors import execute
@@ -60,7 +67,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def gate_settings(args: argparse.Namespace, about):
+def gate_settings(args: argparse.Namespace, about: Manifest) -> GateSettings:
     """The thresholds the run was made with (its eval file's `gate:`), then the flags, validated as
     the eval file's are (a bad value names its flag)."""
     from pydantic import ValidationError
@@ -199,7 +206,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def claude_line(ev) -> str:
+def claude_line(ev: Eval) -> str:
     """What of the eval needs Claude's API, and what the embedded model leaves out."""
     needs = [name for name, strategy in ev.strategies.items() if strategy.needs_claude]
     if ev.skipped:
@@ -211,7 +218,7 @@ def claude_line(ev) -> str:
     )
 
 
-def register(commands) -> None:
+def register(commands: Commands) -> None:
     run = commands.add_parser("run", help="run an eval and print the results table")
     run_flags(run)
     run.add_argument(

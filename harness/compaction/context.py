@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TextIO
 
-from ..messages import Message, measure
+from ..messages import Message, SummaryLayout, measure
 from ..models.client import ModelClient
 from ..records.schema import CompactionEvent
 
@@ -46,9 +46,7 @@ class CompactionSettings:
     # The longest transcript one summary request may carry; longer ones fold in chunks, each
     # summarised together with the summary so far. None: no limit (one request, as the seed).
     max_transcript_chars: int | None = None
-    # Where the summary prompt goes: "system" (the seed's: prompt as system, transcript as the user
-    # turn) or "transcript-first" (one user turn: the delimited transcript, then the prompt).
-    layout: Literal["system", "transcript-first"] = "system"
+    layout: SummaryLayout = "system"  # where the summary prompt goes (`messages.SummaryLayout`)
     prompt_id: str | None = None  # the summary prompt's id, for strategies that report it
     # Where a history may be cut: "turns" (the seed's: only between user turns, at exchange starts),
     # "steps" (also before the next model call inside a tool loop, at a step whose every tool_use

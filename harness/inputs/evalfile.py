@@ -30,6 +30,7 @@ from pydantic import (
 
 from ..budget import Budget
 from ..errors import InputError
+from ..messages import SummaryLayout
 from .files import LocatedYaml, load_yaml, shipped, shipped_prompt_names
 from .scenario import Scenario, load_scenario
 
@@ -243,7 +244,7 @@ class EvalFile(BaseModel):
         "steps), recorded (only where an imported log's agent compacted: budgets are "
         "then labels only).",
     )
-    summary_layout: Literal["system", "transcript-first"] | None = Field(
+    summary_layout: SummaryLayout | None = Field(
         default=None,
         description="system: the seed's request (prompt as system, transcript as the user turn); "
         "transcript-first: one user turn, the delimited transcript then the prompt. "

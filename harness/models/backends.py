@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..messages import SummaryLayout
 from .cache import ResponseCache
 from .client import OVERFLOW, ContextOverflow, ModelError, Reply, SetupError, api_problem, reply_problem
 from .local import LOCAL, catalog_model, local_server, local_weights
@@ -167,7 +168,7 @@ def is_local(name: str, base_url: str | None = None) -> bool:
     return not base_url and (name == LOCAL or name in MODELS or name.endswith(".gguf"))
 
 
-def default_summary_layout(name: str, base_url: str | None = None) -> str:
+def default_summary_layout(name: str, base_url: str | None = None) -> SummaryLayout:
     # Measured per embedded model (docs/models.md, "What each model can tell you"): both follow a
     # summary prompt better with the instruction after the delimited transcript (SmolLM2 otherwise
     # continues the transcript; Qwen keeps only a multi-line prompt's last sentence), and the prompts

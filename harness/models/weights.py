@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ..messages import SummaryLayout
 from ..plugins import Registry
 from .client import SetupError
 
@@ -81,7 +82,7 @@ class LocalModel:
     trained_context: int  # tokens
     context: int  # tokens per llama.cpp slot: what a request may hold here
     source: WheelFile | Chunks
-    summary_layout: str  # the summary layout measured best on this model (docs/models.md)
+    summary_layout: SummaryLayout  # the summary layout measured best on this model (docs/models.md)
     speed: tuple[int, int]  # prompt and generated tokens per second measured here (benchmarks/embedded_speed.py)
     use: str  # what the model is for, in a few words
 

@@ -89,9 +89,9 @@ def collateral_loss(run: Run) -> pd.DataFrame:
 
 
 def _reading(c: Comparison, alpha: float) -> str:
-    if not c.test.judged:
+    if (judged := c.test.judgement) is None:
         return "too few scenarios to tell"
-    if c.p_value < alpha:
+    if judged.p_value < alpha:
         return f"{c.label_b if c.difference > 0 else c.label_a} higher"
     return "not distinguishable from noise"
 
@@ -144,12 +144,12 @@ def best_variant(run: Run) -> str | None:
         f"{line}, {t.difference * 100:+.1f} points over {order[1]} on the same {plural(t.pairs, 'fact')} in "
         f"{plural(t.clusters, 'scenario')}"
     )
-    if not t.judged:
+    if (judged := t.judgement) is None:
         return f"{lead}: too few scenarios (under 5) to tell a difference from noise"
     detectable = minimum_detectable_drop(by_variant[order[1]]["value"], by_variant[order[1]]["scenario"], alpha, power)
     return (
-        f"{lead} (95% CI {t.low * 100:+.1f} to {t.high * 100:+.1f}, p = {t.p_value:.3g}): "
-        f"{'distinguishable' if t.p_value < alpha else 'not distinguishable'} from noise at alpha {alpha:g}; "
+        f"{lead} (95% CI {judged.low * 100:+.1f} to {judged.high * 100:+.1f}, p = {judged.p_value:.3g}): "
+        f"{'distinguishable' if judged.p_value < alpha else 'not distinguishable'} from noise at alpha {alpha:g}; "
         f"this run detects differences of {detectable:.1%} or more with {power:.0%} power"
     )
 

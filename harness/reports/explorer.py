@@ -46,7 +46,7 @@ def explorer_data(
 ) -> dict[str, Any]:
     probes = [{k: _plain(row.get(k)) for k in PROBE_FIELDS} for row in records.to_dict("records")]
     cases = {p["case"] for p in probes}
-    summaries: dict[str, list[dict]] = {}
+    summaries: dict[str, list[dict[str, Any]]] = {}
     for row in compactions[compactions["case"].isin(cases)].to_dict("records"):
         summaries.setdefault(row["case"], []).append(
             {

@@ -9,6 +9,7 @@ import base64
 import html
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -20,6 +21,9 @@ from .explorer import explorer_data, explorer_html
 from .render import html_table, markdown_table
 from .sections import tables
 from .tables import next_steps
+
+if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn
+    from matplotlib.figure import Figure
 
 
 def _headline(run: Run) -> str:
@@ -80,7 +84,7 @@ def _markdown(run: Run) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _png(figure) -> str:
+def _png(figure: Figure) -> str:
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
@@ -128,7 +132,7 @@ def html_page(title: str, body: str) -> str:
 
 def run_index(runs: Path) -> pd.DataFrame:
     """One row per run folder, newest first: eval, model, when, status, size, and its best variant."""
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for folder in run_folders(runs):
         try:
             run = load_run(folder)

@@ -89,7 +89,7 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
 def junit_xml(verdict: Verdict) -> str:
     """One test case per cell, kind guard and summary check, each rendered from its `Result`."""
     cells, checks = [*verdict.cells, *verdict.kinds], verdict.checks
-    results = [c.result for c in [*cells, *checks]]
+    results = [c.result for c in cells] + [c.result for c in checks]
     suite = ET.Element(
         "testsuite",
         name="compaction-gate",

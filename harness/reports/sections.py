@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -34,6 +35,9 @@ from .tables import (
     where_lost,
 )
 
+if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn
+    from matplotlib.figure import Figure
+
 
 @dataclass(frozen=True)
 class Table:
@@ -41,7 +45,7 @@ class Table:
 
     title: str
     build: Callable[[Run], pd.DataFrame]
-    plot: Callable[[Run], object] | None = None  # a matplotlib figure, or None when there is nothing to draw
+    plot: Callable[[Run], Figure | None] | None = None  # None from the plot: nothing to draw
 
 
 def _with_records(build: Callable[[pd.DataFrame], pd.DataFrame]) -> Callable[[Run], pd.DataFrame]:

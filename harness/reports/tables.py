@@ -6,11 +6,13 @@ state the fact? no probe needed) and *recall* (does the probe answer state it?).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from ..analysis.compare import behaviour_floor, floor_drop, retention_units, sensitivity
 from ..analysis.rates import compacting, fact_clusters, recall_rate, retention_rate, variant_order
-from ..analysis.stats import minimum_detectable_drop, paired_test, rate
+from ..analysis.stats import PairedTest, minimum_detectable_drop, paired_test, rate
 from ..errors import plural
 from ..records.load import budget_order, failed, overflowed, shrinks, summaries
 from ..records.schema import NO_SUMMARY, OVERFLOWED, Behaviour
@@ -20,7 +22,7 @@ def rate_text(group: pd.DataFrame) -> str:
     return recall_rate(group).text()
 
 
-def _by_budget(df: pd.DataFrame, cell) -> pd.DataFrame:
+def _by_budget(df: pd.DataFrame, cell: Callable[[pd.DataFrame], str]) -> pd.DataFrame:
     """Rows: summary prompts and strategies; columns: budgets; `cell` describes each group.
     Controls do not depend on the budget, so their cell is repeated in every column, to read
     beside each variant."""
@@ -136,13 +138,13 @@ def set_credit(retention: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
         credited = retention[retention["credit"].notna()]
         for variant, group in credited.groupby("variant"):
             per_unit = group.groupby(["case", "fact"])["credit"].mean()
-            rows.setdefault(variant, {})["summaries: mean share of items"] = (
+            rows.setdefault(str(variant), {})["summaries: mean share of items"] = (
                 f"{per_unit.mean():.0%} (n={len(per_unit)})"
             )
     if not records.empty and "extras" in records:
         sets = records[records["extras"].notna() & ~failed(records, "recall")]
         for variant, group in sets.groupby("variant"):
-            rows.setdefault(variant, {}).update(
+            rows.setdefault(str(variant), {}).update(
                 {
                     "probe answers: mean share of items": f"{group['f1'].mean():.0%} (n={len(group)})",
                     "untouched paths named per answer": f"{group['extras'].mean():.2f}",
@@ -205,15 +207,15 @@ def next_action_fidelity(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataF
 MIN_FLOOR = 0.5  # a full-history agent that disagrees with itself this often says nothing of compaction
 
 
-def _drop_text(test, floor: str, alpha: float) -> str:
+def _drop_text(test: PairedTest, floor: str, alpha: float) -> str:
     """Compaction's effect as the drop from the floor, or why it cannot be told."""
-    if not test.judged:
+    if (judged := test.judgement) is None:
         return f"{-test.difference:.1%} on {plural(test.clusters, 'scenario')}: too few to tell"
     if test.mean_a < MIN_FLOOR:
         return f"cannot tell: the full-history agent agrees with itself in only {test.mean_a:.0%} of cuts"
-    verdict = "a drop" if test.p_value < alpha and test.difference < 0 else "not distinguishable from the floor"
-    low, high = max(-test.high, -1.0), min(-test.low, 1.0)  # a difference of shares lies in [-1, 1]
-    return f"{-test.difference:.1%} ({low:.1%} to {high:.1%}), p = {test.p_value:.3g}: {verdict}"
+    verdict = "a drop" if judged.p_value < alpha and test.difference < 0 else "not distinguishable from the floor"
+    low, high = max(-judged.high, -1.0), min(-judged.low, 1.0)  # a difference of shares lies in [-1, 1]
+    return f"{-test.difference:.1%} ({low:.1%} to {high:.1%}), p = {judged.p_value:.3g}: {verdict}"
 
 
 def behaviour_at_the_cut(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
@@ -229,9 +231,9 @@ def behaviour_at_the_cut(actions: pd.DataFrame, alpha: float = 0.05) -> pd.DataF
                 continue
             wrong = 1.0 - pairs[["hit_a", "hit_b"]]
             test = paired_test(wrong["hit_a"], wrong["hit_b"], pairs["scenario"])
-            if not test.judged:
+            if (judged := test.judgement) is None:
                 verdict = ""
-            elif test.p_value < alpha:  # compaction may also make a step go wrong less often
+            elif judged.p_value < alpha:  # compaction may also make a step go wrong less often
                 verdict = f": {'more' if test.difference > 0 else 'less'} often than the floor"
             else:
                 verdict = ": not distinguishable from the floor"
@@ -252,9 +254,8 @@ def next_action_substitutes(actions: pd.DataFrame, top: int = 5) -> pd.DataFrame
     rows = []
     for v in variant_order(scored["variant"].unique()):
         mine = scored[scored["variant"] == v]
-        for (ceiling, compacted), group in (
-            mine.groupby(["ceiling", "compacted"]).size().sort_values(ascending=False).head(top).items()
-        ):
+        steps = mine.groupby(["ceiling", "compacted"]).size().sort_values(ascending=False).head(top)
+        for (ceiling, compacted), group in zip(steps.index, steps):
             lacked = mine[(mine["ceiling"] == ceiling) & (mine["compacted"] == compacted)]["lacked"].notna().sum()
             rows.append(
                 {
