@@ -102,7 +102,7 @@ def target(tool: str, arguments: dict[str, Any]) -> str | None:
             return command(value)
     for key in PATTERN_KEYS:
         if isinstance(arguments.get(key), str) and arguments[key].strip():
-            return arguments[key].strip()
+            return str(arguments[key]).strip()
     return None
 
 

@@ -42,7 +42,7 @@ def describe_error(error: Mapping[str, Any], known: list[str] | None = None) -> 
         return "required field is missing"
     if isinstance(error.get("input"), bool) and error["type"] in ("int_type", "float_type"):
         return f"a number, not {str(error['input']).lower()}"
-    return error["msg"].removeprefix("Value error, ")
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def did_you_mean(word: str, choices: list[str], otherwise: str = "") -> str:

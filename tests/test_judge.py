@@ -56,7 +56,8 @@ def test_the_judge_reads_its_reply(reply, accepted):
     from harness.execution.judge import judge_says_recalled
 
     right, _ = judge_items()
-    assert judge_says_recalled(FakeClient(lambda r: reply), right[0].question, right[0].target, "x") is accepted
+    recalled = judge_says_recalled(FakeClient(lambda r: reply), right[0].question, right[0].target.expected, "x")
+    assert recalled is accepted
 
 
 def test_a_judged_run_reports_its_judges_calibration_beside_its_verdicts(eval_file, tmp_path):

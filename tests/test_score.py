@@ -118,8 +118,8 @@ def test_a_refusal_or_negation_is_not_recall(target, answer, result):
 def test_judge_reads_yes_no_and_fails_loudly_otherwise():
     target = Target(Expectation("Lisbon"))
     yes = FakeClient(lambda request: "YES")
-    assert judge_says_recalled(yes, "Which city?", target, "The Portuguese capital") is True
+    assert judge_says_recalled(yes, "Which city?", target.expected, "The Portuguese capital") is True
     assert "Correct answer: Lisbon" in yes.requests[0]["messages"][0]["content"]
-    assert judge_says_recalled(FakeClient(lambda r: "no."), "Which city?", target, "Paris") is False
+    assert judge_says_recalled(FakeClient(lambda r: "no."), "Which city?", target.expected, "Paris") is False
     with pytest.raises(JudgeError):
-        judge_says_recalled(FakeClient(lambda r: "Maybe"), "Which city?", target, "Paris")
+        judge_says_recalled(FakeClient(lambda r: "Maybe"), "Which city?", target.expected, "Paris")

@@ -32,7 +32,7 @@ def schemas(tools: Iterable[Tool]) -> list[dict[str, Any]]:
 
 
 class ToolRegistry:
-    def __init__(self, tools: list[Tool] = ()):
+    def __init__(self, tools: Iterable[Tool] = ()):
         self.tools = {tool.name: tool for tool in tools}
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -70,7 +70,9 @@ def with_cache_breakpoint(messages: list[Message]) -> list[Message]:
         return messages
     last = messages[-1]
     content = last["content"]
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+    blocks: list[dict[str, Any]] = (
+        [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+    )
     blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
     return messages[:-1] + [{**last, "content": blocks}]
 

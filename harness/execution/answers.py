@@ -6,11 +6,10 @@ judge's word on a `forgot`.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 from ..inputs.probes import Probe
 from ..messages import Message, render_message
-from ..models.client import Usage, purpose
+from ..models.client import ModelClient, Usage, purpose
 from ..records.schema import OVERFLOWED, ProbeRecord
 from ..scoring.matchers import SetMatch, states
 from ..scoring.verdict import verdict
@@ -35,7 +34,7 @@ def ask(request: ProbeRequest) -> tuple[str | None, str | None, Usage]:
 class Scorer:
     """Scores the answers of one eval's probes (`judge`: the optional LLM judge of `forgot` answers)."""
 
-    def __init__(self, ev: Eval, judge: Any = None):
+    def __init__(self, ev: Eval, judge: ModelClient | None = None):
         self.ev, self.judge = ev, judge
 
     def score(
@@ -62,7 +61,7 @@ class Scorer:
             superseded=fact.changed_turn != fact.planted_turn,
             literal=fact.literal,
             constraint=fact.constraint,
-            expected=expected and expected.answer,
+            expected=expected.answer if expected else None,
             verdict="overflow" if error and error.startswith(OVERFLOWED) else "error",
             error=error,
         )
@@ -70,7 +69,7 @@ class Scorer:
             return record
         record.limit = played.limit
         self._locate(record, played, fact)
-        if error is not None:
+        if error is not None or answer is None:  # an answer is missing only beside its error
             return record
         record.answer, record.verdict = answer, verdict(answer, fact.target)
         record.f1 = fact.target.matcher.score(answer, expected)
@@ -97,7 +96,7 @@ class Scorer:
             )
         if self.judge is not None and record.verdict == "forgot" and expected is not None:
             try:
-                record.judge = judge_says_recalled(self.judge, fact.question, fact.target, answer)
+                record.judge = judge_says_recalled(self.judge, fact.question, expected, answer)
             except RECORDED_ERRORS as exc:
                 record.verdict, record.error = "error", f"judge: {describe_error(exc)}"
                 return record

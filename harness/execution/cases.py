@@ -48,7 +48,7 @@ def plan_cases(ev: Eval) -> list[Case]:
                                 scenario=scenario.id,
                                 strategy=strategy.name,
                                 budget=budget,
-                                prompt=prompt and prompt.id,
+                                prompt=prompt.id if prompt else None,
                                 repeat=repeat,
                             )
                         )

@@ -9,12 +9,13 @@ import itertools
 import operator
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from ..messages import measure
 from .agent import Agent, Tool, ToolRegistry
 
-_OPERATORS = {
+_OPERATORS: dict[type[ast.AST], Callable[..., float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -57,7 +58,7 @@ CHAT_TOOLS = ToolRegistry(
 
 
 @contextlib.contextmanager
-def waiting(out: TextIO, what: str):
+def waiting(out: TextIO, what: str) -> Iterator[None]:
     """A spinner on a terminal while the model works (nothing when output is not a terminal)."""
     if not out.isatty():
         yield

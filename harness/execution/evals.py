@@ -12,6 +12,7 @@ from ..compaction.custom import Compactor, import_strategy
 from ..compaction.registry import STRATEGIES, StrategySpec, custom_strategy
 from ..errors import did_you_mean
 from ..inputs.evalfile import EvalSource, read_eval
+from ..messages import SummaryLayout
 from ..models.backends import default_summary_layout, is_local
 from ..records.schema import RECOVERY
 
@@ -26,6 +27,11 @@ class Eval(EvalSource):
 
     def strategy(self, name: str) -> StrategySpec:
         return self.strategies[name]
+
+    @property
+    def summary_layout(self) -> SummaryLayout:
+        """The eval's summary layout, or where it names none its model's measured one."""
+        return self.spec.summary_layout or default_summary_layout(self.spec.model, self.spec.base_url)
 
 
 def load_eval(path: str | Path, **overrides: Any) -> Eval:

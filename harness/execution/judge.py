@@ -11,9 +11,9 @@ import pandas as pd
 
 from ..analysis.stats import Rate, rate
 from ..messages import content_text
-from ..models.client import ModelError, purpose
+from ..models.client import ModelClient, ModelError, purpose
 from ..scoring.corpus import LabelledAnswer, judge_items
-from ..scoring.matchers import Target
+from ..scoring.matchers import Expectation
 
 JUDGE_SYSTEM = "You grade answers to questions. Reply with exactly one word: YES or NO."
 
@@ -22,9 +22,9 @@ class JudgeError(Exception):
     """The judge's reply could not be read as YES or NO."""
 
 
-def judge_says_recalled(judge, question: str, target: Target, answer: str) -> bool:
+def judge_says_recalled(judge: ModelClient, question: str, expected: Expectation, answer: str) -> bool:
     """Ask a judge model whether a paraphrased answer states the expected value."""
-    accepted = " / ".join(target.expected.values)
+    accepted = " / ".join(expected.values)
     with purpose("judge"):
         response = judge.create(
             max_tokens=5,
@@ -73,7 +73,7 @@ class Calibration:
         }
 
 
-def calibrate(judge: Any) -> Calibration:
+def calibrate(judge: ModelClient) -> Calibration:
     """Ask `judge` about every right and wrong answer of `scoring.corpus.judge_items`."""
     right, wrong = judge_items()
     unreadable = 0
@@ -82,8 +82,12 @@ def calibrate(judge: Any) -> Calibration:
         nonlocal unreadable
         said = []
         for item in items:
+            if item.target.expected is None:  # judge_items grades stated values only
+                continue
             try:
-                said.append((judge_says_recalled(judge, item.question, item.target, item.answer), item.question))
+                said.append(
+                    (judge_says_recalled(judge, item.question, item.target.expected, item.answer), item.question)
+                )
             except (JudgeError, ModelError):
                 unreadable += 1
         return pd.DataFrame(said, columns=["yes", "question"]).astype({"yes": bool})

@@ -6,6 +6,7 @@ next step (`next_step`); facts with `probe_at` get their probe's request where t
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -51,7 +52,7 @@ class CasePlayer:
         self.ev, self.client, self.facts = ev, client, facts
         self.prompt_caching = bool(getattr(client, "prompt_caching", False))
         self.scenarios = {s.id: s for s in ev.scenarios}
-        self.prompts: dict[str, Prompt] = {p.id: p for p in ev.prompts}
+        self.prompts: dict[str | None, Prompt] = {p.id: p for p in ev.prompts}  # a case's prompt id: None for none
         self.every_fact = every_fact  # probed or not: behaviour checks read them all
         # Every subject of a scenario, so retention can tell a value stated of the wrong one.
         self.subjects = {s.id: tuple(p.subject for p in every_fact[s.id] if p.subject) for s in ev.scenarios}
@@ -66,7 +67,7 @@ class CasePlayer:
             summary_max_tokens=spec.summary_max_tokens,
             unit=spec.unit,
             max_transcript_chars=spec.summary_transcript_chars,
-            layout=spec.summary_layout,
+            layout=ev.summary_layout,
             cut=spec.cut,
             tool_results=ToolClearing(
                 keep=clearing.keep,
@@ -135,19 +136,19 @@ class CasePlayer:
             case=case.id,
             scenario=case.scenario,
             strategy=case.strategy,
-            budget=case.budget and str(case.budget),
+            budget=str(case.budget) if case.budget else None,
             prompt=case.prompt,
-            prompt_hash=prompt and prompt.hash,
+            prompt_hash=prompt.hash if prompt else None,
             repeat=case.repeat,
             model=self.client.identity,
             unit=self.ev.spec.unit,
         )
         played = PlayedCase(case=case, row=row, agent=None, limit=None, compactions=[], retention=[])
-        asked_before = {f.probe_at: [] for f in self.facts[case.scenario]}
+        asked_before: dict[int | None, list[Probe]] = {f.probe_at: [] for f in self.facts[case.scenario]}
         for fact in self.facts[case.scenario]:
             asked_before[fact.probe_at].append(fact)
         try:
-            played.limit = case.budget and case.budget.limit(self.scripted_size(scenario))
+            played.limit = case.budget.limit(self.scripted_size(scenario)) if case.budget else None
             agent = self._agent(case, scenario, played.limit)
             if self.ev.strategy(case.strategy).uses_history:
                 for index, turn in enumerate(scenario.turns):
@@ -196,6 +197,7 @@ class CasePlayer:
         seen = len(agent.events)
         agent.compact()
         for event in agent.events[seen:]:
+            left: str | None
             if event.edited:  # old tool results emptied in place: what is left of the edited turns is the history
                 verbatim_from = first_unedited_turn(agent.messages, played.turn_messages[:turn])
                 left = "\n".join(map(render_message, agent.messages))
@@ -252,6 +254,7 @@ class CasePlayer:
                 continue  # not planted yet, or its current value is still verbatim
             value_turn, expected = folded
             credit, missing, stale, reading = None, None, None, None
+            retained: bool | None
             if left is not None:
                 mentioned = states_about(left, expected, fact.subject, self.subjects[row.scenario])
                 retained, reading = fact.kept_in(left, mentioned, value_turn, expected)
@@ -290,7 +293,7 @@ class CasePlayer:
         return records
 
 
-def _returns(result: str):
+def _returns(result: str) -> Callable[..., str]:
     """A scenario tool called live: whatever the arguments, it returns its scripted result."""
 
     def run(**arguments: Any) -> str:

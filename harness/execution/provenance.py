@@ -37,7 +37,7 @@ def manifest(ev: Eval, client: ModelClient, judge: ModelClient | None) -> Manife
         control_prompt=ev.control,
         model=client.identity,
         sampling=client.sampling,
-        judge=judge and judge.identity,
+        judge=judge.identity if judge else None,
         versions=_versions(),
         strategies={name: provenance(compactor.function) for name, compactor in ev.custom.items()},
     )
@@ -47,7 +47,7 @@ def now() -> str:
     return dt.datetime.now().isoformat(timespec="seconds")
 
 
-def provenance(function: Callable) -> dict[str, Any]:
+def provenance(function: Callable[..., Any]) -> dict[str, Any]:
     """Where a custom strategy came from, for the manifest: its module's file and source hash, and
     the versions of the installed packages the module uses."""
     module = inspect.getmodule(function)

@@ -94,7 +94,7 @@ class Pending:
             self._db.execute("INSERT OR IGNORE INTO pending VALUES (?, ?)", (custom_id, json.dumps(params)))
 
     def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM pending").fetchone()[0]
+        return int(self._db.execute("SELECT COUNT(*) FROM pending").fetchone()[0])
 
     def entries(self) -> Iterator[dict[str, Any]]:
         for custom_id, params in self._db.execute("SELECT custom_id, params FROM pending ORDER BY rowid"):
@@ -346,7 +346,7 @@ def ordered_map(
 ) -> Iterator[Result]:
     """`pool.map`, but with at most `window` items in flight, so a pass over many cases holds only
     a window of them (and their results) at a time."""
-    queue: deque[Future] = deque()
+    queue: deque[Future[Result]] = deque()
     for item in items:
         queue.append(pool.submit(function, item))
         if len(queue) >= window:

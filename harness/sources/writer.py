@@ -83,7 +83,8 @@ def write_imported(
 
 def _validated(data: dict[str, Any], staging: Path, origin: str) -> tuple[Path, Scenario, list[str]]:
     """The scenario staged and validated, with every fact that would not validate left out (noted)."""
-    path, notes = staging / f"{data['id']}.yaml", []
+    path = staging / f"{data['id']}.yaml"
+    notes: list[str] = []
     while True:
         path.write_text(dump(data), encoding="utf-8")
         try:
@@ -98,7 +99,7 @@ def _validated(data: dict[str, Any], staging: Path, origin: str) -> tuple[Path, 
             notes.append(f"fact {dropped!r} left out: {exc.message}")
 
 
-def _drop_fact(data: dict[str, Any], loc: tuple) -> str | None:
+def _drop_fact(data: dict[str, Any], loc: tuple[str | int, ...]) -> str | None:
     """Remove the fact an error is located in (and any later value it was given); its id, or None
     when the error is not inside a fact."""
     if len(loc) < 4 or loc[0] != "turns" or loc[2] != "facts":

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...errors import plural
 from ...inputs.scenario import Scenario
@@ -261,7 +262,7 @@ def _check(options: Options) -> None:
         raise ValueError("--supersede and --distract are shares between 0 and 1")
 
 
-def _filler_turns(rng: random.Random, options: Options) -> list[dict]:
+def _filler_turns(rng: random.Random, options: Options) -> list[dict[str, Any]]:
     if options.filler_turns is not None:
         count, size = options.filler_turns, 300
     else:
@@ -276,7 +277,7 @@ def _filler_turns(rng: random.Random, options: Options) -> list[dict]:
     return turns
 
 
-def _planting_turn(channel: str, subject: str, statement: str) -> dict:
+def _planting_turn(channel: str, subject: str, statement: str) -> dict[str, Any]:
     if channel == "user":
         return {"user": f"Please note this down. {statement}", "assistant": "Noted."}
     if channel == "assistant":
@@ -291,14 +292,14 @@ def _planting_turn(channel: str, subject: str, statement: str) -> dict:
     }
 
 
-def scenario(options: Options, index: int) -> dict:
+def scenario(options: Options, index: int) -> dict[str, Any]:
     """One generated scenario as plain data (what its YAML file holds)."""
     rng = random.Random(f"harness-generate:{options.seed}:{index}")
     tags = rng.sample(TAGS, options.facts)
     kinds = [KINDS[(i + index) % len(KINDS)] for i in range(options.facts)]  # every kind, evenly
     rng.shuffle(kinds)
-    turns: list[dict] = []
-    pending: list[tuple[dict, Kind, str, str]] = []  # facts to supersede later
+    turns: list[dict[str, Any]] = []
+    pending: list[tuple[dict[str, Any], Kind, str, str]] = []  # facts to supersede later
     for i, (tag, kind) in enumerate(zip(tags, kinds)):
         subject = f"{kind.noun} {tag}"
         written, answer = kind.draw(rng)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..importers.derive import derive, turn_text
 from ..importers.session import Call, Exchange, Session, Step, layout, to_scenario
@@ -53,7 +54,7 @@ def kind_of(index: int) -> tuple[Archetype, Toolchain]:
     return ARCHETYPES[index % len(ARCHETYPES)], chains[(index + index // len(ARCHETYPES)) % len(chains)]
 
 
-def session(options: Options, index: int) -> tuple[Session, dict]:
+def session(options: Options, index: int) -> tuple[Session, dict[str, Any]]:
     """One session, and its decision fact (planted in the turn whose text states it)."""
     rng = random.Random(f"coding-{options.seed}-{index}")
     archetype, chain = kind_of(index)
@@ -120,7 +121,7 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
     )
     run_tests = chain.test_command(test)
 
-    def call(tool: str, result: str, error: bool = False, **arguments) -> Call:
+    def call(tool: str, result: str, error: bool = False, **arguments: Any) -> Call:
         return Call(tool, arguments, result, is_error=error)
 
     def bash(command: str, result: str, error: bool = False) -> Step:
@@ -234,7 +235,7 @@ def session(options: Options, index: int) -> tuple[Session, dict]:
     return log, fact
 
 
-def scenario(options: Options, index: int) -> dict:
+def scenario(options: Options, index: int) -> dict[str, Any]:
     """Session `index` as scenario data: its facts derived as an imported log's are, plus its decision."""
     if options.steps < MIN_STEPS:
         raise ValueError(f"--steps {options.steps}: a coding session needs at least {MIN_STEPS} tool steps")

@@ -62,10 +62,11 @@ class Redraw:
     """One variant's word map, shared by every value of the scenario."""
 
     def __init__(self, rng: random.Random):
-        self.rng, self.words = rng, {}
+        self.rng = rng
+        self.words: dict[str, str] = {}
 
     def value(self, value: str) -> str:
-        def word(match: re.Match) -> str:
+        def word(match: re.Match[str]) -> str:
             found = match[0]
             if found.lower() in SHARED_WORDS:
                 return found

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -52,9 +53,9 @@ class Imported:
     path: Path  # the scenario file written
     scenario: Scenario
     notes: list[str]
-    redactions: Counter
+    redactions: Counter[str]
     capped: int  # tool outputs cut to --max-tool-output
-    facts_by_kind: Counter = field(default_factory=Counter)
+    facts_by_kind: Counter[str] = field(default_factory=Counter[str])
 
     def summary(self) -> list[str]:
         turns = self.scenario.turns
@@ -198,7 +199,7 @@ def _cap(session: Session, limit: int | None) -> int:
     return len(long)
 
 
-def _add_overlay(path: Path, sessions: list[Session], facts: list[dict[int, list[dict]]]) -> None:
+def _add_overlay(path: Path, sessions: list[Session], facts: list[dict[int, list[dict[str, Any]]]]) -> None:
     """Facts from an overlay file (`facts:`, a list of facts each with its `turn`, and its `session`
     when several are imported), checked against the sessions with errors at their line."""
     doc = load_yaml(path)

@@ -35,14 +35,14 @@ def read(path: Path) -> list[Session]:
         slug(log_name(path).stem), f"Codex CLI rollout {path.name}, imported with `harness import codex`."
     )
     builder = Builder(session)
-    left: Counter = Counter()
-    kinds = Counter()
+    left: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
     for number, line in json_lines(path, session.notes, "a Codex CLI rollout"):
         where = f"{path.name}:{number}"
         kind, item = (
             (line.get("type"), line.get("payload")) if line.get("type") in ROLLOUT_KINDS else ("response_item", line)
         )
-        kinds[kind] += 1
+        kinds[str(kind)] += 1
         if kind in ("session_meta", "turn_context") and isinstance(item, dict) and isinstance(item.get("cwd"), str):
             session.cwd = session.cwd or item["cwd"]  # where the agent ran: its relative paths are under it
         if kind == "compacted" and isinstance(item, dict):
@@ -58,7 +58,7 @@ def read(path: Path) -> list[Session]:
     return [builder.finish()]
 
 
-def _item(item: dict[str, Any], builder: Builder, where: str, left: Counter) -> None:
+def _item(item: dict[str, Any], builder: Builder, where: str, left: Counter[str]) -> None:
     kind = item.get("type")
     if kind == "message":
         role, text = item.get("role"), text_of(item.get("content"))

@@ -18,6 +18,7 @@ import gzip
 import json
 import lzma
 from pathlib import Path
+from typing import Any
 
 from ...errors import InputError
 from .logfile import log_name
@@ -44,7 +45,7 @@ def _head(path: Path) -> str:
         raise InputError(path, f"cannot read it ({exc})") from None
 
 
-def _lines(head: str) -> list[dict]:
+def _lines(head: str) -> list[dict[str, Any]]:
     found = []
     for line in head.splitlines()[:50]:
         try:

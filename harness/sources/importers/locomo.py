@@ -34,7 +34,7 @@ _DIALOGUE_ID = re.compile(r"D:?(\d+):0*(\d+)")
 NO_REPLY = "(no reply)"  # a session can end on the user's line; the scripted reply stays honest
 
 
-def _samples(path: Path) -> list[tuple[str, dict, list] | InputError]:
+def _samples(path: Path) -> list[tuple[str, dict[str, Any], list[Any]] | InputError]:
     """(scenario id, conversation, qa) for each conversation, from either published shape; a
     conversation that cannot become a scenario comes as the error naming it."""
     try:
@@ -55,7 +55,7 @@ def _samples(path: Path) -> list[tuple[str, dict, list] | InputError]:
             "or a list of samples with sample_id, conversation and qa",
         )
     seen: set[str] = set()
-    checked: list[tuple[str, dict, list] | InputError] = []
+    checked: list[tuple[str, dict[str, Any], list[Any]] | InputError] = []
     for i, (sample, conversation, qa) in enumerate(samples):
         where = f"sample {i}" if isinstance(data, list) else "the conversation"
         problem = _sample_problem(sample, conversation, qa, where, seen)
@@ -83,7 +83,7 @@ def _sample_problem(sample: str, conversation: Any, qa: Any, where: str, seen: s
     return None
 
 
-def _sessions(path: Path, sample: str, conversation: dict) -> list[tuple[int, str, list[dict]]]:
+def _sessions(path: Path, sample: str, conversation: dict[str, Any]) -> list[tuple[int, str, list[dict[str, Any]]]]:
     numbers = sorted(int(m[1]) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key)))
     if not numbers:
         raise InputError(path, f"{sample}: the conversation has no session_N lists")
@@ -96,17 +96,17 @@ def _sessions(path: Path, sample: str, conversation: dict) -> list[tuple[int, st
     return sessions
 
 
-def _line_text(line: dict) -> str:
+def _line_text(line: dict[str, Any]) -> str:
     text = str(line.get("text", "")).strip()
     if line.get("blip_caption"):
         text += f" [shares a photo: {line['blip_caption']}]"
     return text
 
 
-def _turns(path: Path, sample: str, conversation: dict) -> tuple[list[dict], dict[str, int]]:
+def _turns(path: Path, sample: str, conversation: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Scripted turns, and the turn that holds each dialogue id."""
     user, assistant = conversation["speaker_a"], conversation["speaker_b"]
-    turns: list[dict] = []
+    turns: list[dict[str, Any]] = []
     turn_of: dict[str, int] = {}
     for n, date, lines in _sessions(path, sample, conversation):
         opening = True
@@ -150,7 +150,7 @@ def _normal_id(dialogue_id: str) -> str:
     return f"D{int(match[1])}:{int(match[2])}" if match else dialogue_id.strip()
 
 
-def _evidence(item: dict) -> list[str]:
+def _evidence(item: dict[str, Any]) -> list[str]:
     # Released items join several ids in one string ("D8:6; D9:17", "D8:6 D9:17").
     entries = item.get("evidence") or []
     return [
@@ -179,7 +179,9 @@ def _problem(item: Any, evidence: list[str], turn_of: dict[str, int]) -> tuple[s
     return None
 
 
-def convert(path: Path, sample: str, conversation: dict, qa: list, strict: bool = False) -> tuple[dict, list[str]]:
+def convert(
+    path: Path, sample: str, conversation: dict[str, Any], qa: list[Any], strict: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """One scenario (as YAML-ready data) and notes on the QA items it left out."""
     turns, turn_of = _turns(path, sample, conversation)
     notes = []

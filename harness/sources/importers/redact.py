@@ -23,7 +23,7 @@ _SECRET_NAME = (
 _VALUE = r"(?!\[REDACTED)(?:\"[^\"\n]{2,}\"|'[^'\n]{2,}'|[^\s\"',;]{4,})"
 
 # (kind, pattern, the group kept in front of the secret: a variable's name, a URL's scheme)
-PATTERNS: list[tuple[str, re.Pattern, int]] = [
+PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     (
         "private-key",
         re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.DOTALL),
@@ -66,10 +66,10 @@ PATTERNS: list[tuple[str, re.Pattern, int]] = [
 ]
 
 
-def redact_text(text: str, counts: Counter) -> str:
+def redact_text(text: str, counts: Counter[str]) -> str:
     for kind, pattern, kept in PATTERNS:
 
-        def replace(match: re.Match, kind: str = kind, kept: int = kept) -> str:
+        def replace(match: re.Match[str], kind: str = kind, kept: int = kept) -> str:
             counts[kind] += 1
             return (match[kept] if kept else "") + f"{MARK}:{kind}]"
 
@@ -77,9 +77,9 @@ def redact_text(text: str, counts: Counter) -> str:
     return text
 
 
-def redact(session: Session) -> Counter:
+def redact(session: Session) -> Counter[str]:
     """Rewrite every text of the session in place; how many secrets of each kind were replaced."""
-    counts: Counter = Counter()
+    counts: Counter[str] = Counter()
     for holder, key in list(session.strings()):
         value = holder[key] if isinstance(holder, (dict, list)) else getattr(holder, key)
         if isinstance(value, str):
