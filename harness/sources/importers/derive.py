@@ -22,15 +22,24 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from ...messages import strings_in
 from ...scoring.matchers import mentions
 from ...scoring.normalize import distinctive
 from ...tool_vocabulary import EDIT_TOOLS, PATH_KEYS, SHELL_TOOLS, patched_files
 from .redact import MARK
-from .session import PLACEHOLDERS, Session, TurnOf, layout, person_said
+from .session import PLACEHOLDERS, Call, Session, Step, TurnOf, layout, person_said
+
+
+class Plant(Protocol):
+    """Plants a fact at a turn, checked against the text where it is planted (that turn's by
+    default); False when it would not validate, so it is left out."""
+
+    def __call__(self, turn: int, fact: dict[str, Any], where: str | None = None) -> bool: ...
+
 
 _WRITES = re.compile(
     r"(?:>>?|\btee(?:\s+-a)?)\s+([\w./-]+\.\w+)|\b(?:sed\s+-i\S*|rm|touch|truncate)\s+(?:-\S+\s+)*"
@@ -103,14 +112,14 @@ def derive(session: Session, every: int = 4) -> dict[int, list[dict[str, Any]]]:
     return facts
 
 
-def _calls(turns: list[TurnOf]):
+def _calls(turns: list[TurnOf]) -> Iterator[tuple[int, Call]]:
     """(turn, call) for every tool call of the session, in order."""
     for t, where in enumerate(turns):
         for call in where.step.calls if where.step else []:
             yield t, call
 
 
-def _command(call) -> str:
+def _command(call: Call) -> str:
     """The command a shell-like call ran, as logged, or ''."""
     return str(call.input.get("command") or call.input.get("cmd") or "")
 
@@ -133,7 +142,7 @@ def turn_text(session: Session, where: TurnOf) -> str:
     return "\n".join(parts)
 
 
-def _task(session: Session, plant) -> None:
+def _task(session: Session, plant: Plant) -> None:
     if not session.exchanges or session.exchanges[0].user in PLACEHOLDERS:
         return  # the log does not say what the task was
     first = session.exchanges[0].user
@@ -154,7 +163,7 @@ def _task(session: Session, plant) -> None:
         )
 
 
-def _first_error(turns: list[TurnOf], texts: list[str], plant) -> None:
+def _first_error(turns: list[TurnOf], texts: list[str], plant: Plant) -> None:
     for t, call in _calls(turns):
         output = call.result or ""
         exceptions = _raised(output) or _EXCEPTION.findall(output)
@@ -209,11 +218,13 @@ def _raised(output: str) -> list[tuple[str, str]]:
     return []
 
 
-def _tests(turns: list[TurnOf], texts: list[str], plant) -> None:
+def _tests(turns: list[TurnOf], texts: list[str], plant: Plant) -> None:
     """How many tests failed the first time a test run printed failures (an early value, easy to lose)."""
     for t, call in _calls(turns):
         summary = _TEST_SUMMARY.search(call.result or "")
-        failed = summary and next(count for count in summary.groups() if count)
+        if summary is None:
+            continue
+        failed = next(count for count in summary.groups() if count)
         if failed and plant(
             t,
             {
@@ -227,7 +238,7 @@ def _tests(turns: list[TurnOf], texts: list[str], plant) -> None:
             return
 
 
-def written_files(call) -> list[str]:
+def written_files(call: Call) -> list[str]:
     """The files a tool call created, changed or removed, as it names them."""
     name = call.tool.lower()
     found = []
@@ -260,12 +271,12 @@ def refused(result: str) -> bool:
     return bool(_REFUSED.search(result))
 
 
-def applied(call) -> bool:
+def applied(call: Call) -> bool:
     """The call's change happened: its result is no error and no refusal of the edit."""
     return not call.is_error and not refused(call.result or "")
 
 
-def took_effect(call) -> bool:
+def took_effect(call: Call) -> bool:
     """The files a call names as written were written: an applied call, or a shell command that failed
     (it may still have written its redirections) but was no edit tool's refusal."""
     return applied(call) or (
@@ -273,7 +284,7 @@ def took_effect(call) -> bool:
     )
 
 
-def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -> None:
+def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant: Plant) -> None:
     """The files changed and the commands run, as sets that grow: each item planted where it first
     happened (and is named in the history), so a compaction at any cut is scored on those so far."""
     changed: dict[str, int] = {}  # each file, by the turn that first changed it
@@ -300,7 +311,7 @@ def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -
     for path in session.files_changed:
         changed.setdefault(path, -1)
     seen = {path: next((t for t, text in enumerate(texts) if path in text), None) for path in changed}
-    files = {path: max(t, seen[path]) for path, t in changed.items() if seen[path] is not None}
+    files = {path: max(t, first) for path, t in changed.items() if (first := seen[path]) is not None}
     _plant_growing(
         plant,
         texts,
@@ -318,7 +329,7 @@ def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant) -
         )
 
 
-def _plant_growing(plant, texts: list[str], fact_id: str, items: dict[str, int], probe: str) -> None:
+def _plant_growing(plant: Plant, texts: list[str], fact_id: str, items: dict[str, int], probe: str) -> None:
     """A set fact whose items are planted at their own turns (the fact at the first of them)."""
     if not items:
         return
@@ -346,23 +357,24 @@ _FINISHED = {"completed", "complete", "done", "finished"}
 _STATUSES = _FINISHED | {"pending", "in_progress", "in-progress", "todo", "not_started", "active", "cancelled"}
 
 
-def plan_of(call) -> tuple[list[str], list[str]] | None:
+def plan_of(call: Call) -> tuple[list[str], list[str]] | None:
     """The plan a call writes, as (items, finished items), or None when the call writes no plan."""
     for key in PLAN_LISTS:
         entries = call.input.get(key)
         if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
             continue
-        texts = [
+        named = [
             next((str(e[k]).strip() for k in PLAN_TEXTS if isinstance(e.get(k), str) and e[k].strip()), None)
             for e in entries
         ]
+        texts = [text for text in named if text]
         statuses = [str(e.get("status") or e.get("state") or "").lower() for e in entries]
-        if all(texts) and all(status in _STATUSES for status in statuses):
+        if len(texts) == len(named) and all(status in _STATUSES for status in statuses):
             return texts, [text for text, status in zip(texts, statuses) if status in _FINISHED]
     return None
 
 
-def _plan(turns: list[TurnOf], texts: list[str], plant, facts: dict[int, list[dict[str, Any]]]) -> None:
+def _plan(turns: list[TurnOf], texts: list[str], plant: Plant, facts: dict[int, list[dict[str, Any]]]) -> None:
     """The agent's plan, planted where it first writes it, and changed where an item's status (or
     the list) changes: the probe expects the latest state, and naming a finished item as still to
     do is wrong. A plan with an item the history cannot carry (redacted, too common) is left out."""
@@ -396,12 +408,12 @@ MAX_IDENTIFIERS = 8
 MAX_PER_KIND = 2  # so paths found by a search do not crowd out the hash, the port or the variable
 
 
-def _identifiers(turns: list[TurnOf], texts: list[str], plant) -> None:
+def _identifiers(turns: list[TurnOf], texts: list[str], plant: Plant) -> None:
     """Values first seen in a tool's output and later typed by the agent into a tool call's input
     (a hash from `git log` used in `git show`, a path found by `grep` then opened, a port, a job id),
     planted where they were seen; the probe names where, never the value. One only read is no fact."""
     seen: dict[str, tuple[int, str, Any]] = {}  # value -> (turn, kind, the call whose output held it)
-    planted, kinds = 0, Counter()
+    planted, kinds = 0, Counter[str]()
     for n, (t, call) in enumerate(_calls(turns)):
         typed = "\n".join(strings_in(call.input))
         for value, (at, kind, source) in list(seen.items()):
@@ -435,7 +447,7 @@ def _identifiers(turns: list[TurnOf], texts: list[str], plant) -> None:
                     seen[value] = (t, kind, call)
 
 
-def _next_action(step) -> tuple[str, str] | None:
+def _next_action(step: Step) -> tuple[str, str] | None:
     """What a step did first, as a probe answer: (the file it touched, "exact") or (the command, "f1")."""
     call = step.calls[0]
     for key in PATH_KEYS:
@@ -450,10 +462,10 @@ def _next_action(step) -> tuple[str, str] | None:
     return (first_line[:60], "f1") if len(first_line.split()) >= 2 else None
 
 
-def _continuations(turns: list[TurnOf], texts: list[str], plant, every: int) -> None:
-    steps = [t for t, where in enumerate(turns) if where.step is not None and where.step.calls and t > 0]
-    for n, t in enumerate(steps[every - 1 :: every]):
-        action = _next_action(turns[t].step)
+def _continuations(turns: list[TurnOf], texts: list[str], plant: Plant, every: int) -> None:
+    steps = [(t, where.step) for t, where in enumerate(turns) if where.step is not None and where.step.calls and t > 0]
+    for n, (t, step) in enumerate(steps[every - 1 :: every]):
+        action = _next_action(step)
         if action is None:
             continue
         answer, match = action
@@ -499,11 +511,12 @@ def lifts(said: str, obj: str) -> bool:
     return bool(_PERMITS.search(said)) and mentions(said, obj)
 
 
-def _constraints(session: Session, turns: list[TurnOf], plant, facts: dict[int, list[dict[str, Any]]]) -> None:
+def _constraints(session: Session, turns: list[TurnOf], plant: Plant, facts: dict[int, list[dict[str, Any]]]) -> None:
     """Prohibitions a person typed. A later line that lifts one (naming its object with a permission)
     and forbids something else with the same verb changes that constraint: the later one stands and
     the earlier is stale."""
-    seen, in_force = set(), {}  # in_force: verb -> (fact id, object) of the prohibition that stands
+    seen: set[str] = set()
+    in_force: dict[str, tuple[str, str]] = {}  # verb -> (fact id, object) of the prohibition that stands
     for t, where in enumerate(turns):
         exchange = session.exchanges[where.exchange]
         if where.step is not None and where.step is not exchange.steps[0]:
