@@ -153,11 +153,7 @@ def _too_large(session: Session, max_tool_output: int | None) -> str | None:
     seconds; YAML's quoting is allowed for by a margin."""
     room = int(MAX_FILE_BYTES * 0.8)
     outputs = sorted(len(call.result or "") for call in session.calls())
-    words = sum(
-        len(value)
-        for holder, key in session.strings()
-        if isinstance(value := holder[key] if isinstance(holder, (dict, list)) else getattr(holder, key), str)
-    ) - sum(outputs)
+    words = sum(len(value) for slot in session.strings() if isinstance(value := slot.get(), str)) - sum(outputs)
     capped = [
         min(n, max_tool_output) + CAP_MARK if max_tool_output is not None and n > max_tool_output else n
         for n in outputs
@@ -193,10 +189,11 @@ def _cap(session: Session, limit: int | None) -> int:
     """Cut tool outputs longer than `limit` (before facts are derived, so none is planted in a cut part)."""
     if limit is None:
         return 0
-    long = [call for call in session.calls() if call.result is not None and len(call.result) > limit]
-    for call in long:
-        call.result = cap(call.result, limit)
-    return len(long)
+    capped = 0
+    for call in session.calls():
+        if call.result is not None and len(call.result) > limit:
+            call.result, capped = cap(call.result, limit), capped + 1
+    return capped
 
 
 def _add_overlay(path: Path, sessions: list[Session], facts: list[dict[int, list[dict[str, Any]]]]) -> None:
@@ -218,7 +215,7 @@ def _add_overlay(path: Path, sessions: list[Session], facts: list[dict[int, list
                 ("facts", i, "session"),
                 f"no imported session {fact.session!r}{did_you_mean(fact.session, list(by_id))}",
             )
-        n = by_id.get(fact.session, 0)
+        n = by_id[fact.session] if fact.session is not None else 0
         turns = layout(sessions[n])
         if fact.turn >= len(turns):
             raise doc.error(("facts", i, "turn"), f"the scenario has turns 0 to {len(turns) - 1}")

@@ -80,12 +80,7 @@ def redact_text(text: str, counts: Counter[str]) -> str:
 def redact(session: Session) -> Counter[str]:
     """Rewrite every text of the session in place; how many secrets of each kind were replaced."""
     counts: Counter[str] = Counter()
-    for holder, key in list(session.strings()):
-        value = holder[key] if isinstance(holder, (dict, list)) else getattr(holder, key)
-        if isinstance(value, str):
-            clean = redact_text(value, counts)
-            if isinstance(holder, (dict, list)):
-                holder[key] = clean
-            else:
-                setattr(holder, key, clean)
+    for slot in list(session.strings()):
+        if isinstance(value := slot.get(), str):
+            slot.set(redact_text(value, counts))
     return counts

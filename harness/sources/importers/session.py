@@ -70,25 +70,49 @@ class Session:
             for step in exchange.steps:
                 yield from step.calls
 
-    def strings(self) -> Iterator[tuple[Any, str | int]]:
-        """(holder, key) of every text of the session, so it can be rewritten in place (redaction)."""
+    def strings(self) -> Iterator[TextSlot]:
+        """Where every text of the session lives, so it can be read and rewritten in place (redaction)."""
         for exchange in self.exchanges:
-            yield exchange, "user"
-            yield exchange, "final"
-            yield exchange, "recorded_summary"
+            yield TextSlot(exchange, "user")
+            yield TextSlot(exchange, "final")
+            yield TextSlot(exchange, "recorded_summary")
             for step in exchange.steps:
-                yield step, "text"
-                yield step, "recorded_summary"
+                yield TextSlot(step, "text")
+                yield TextSlot(step, "recorded_summary")
                 for call in step.calls:
-                    yield call, "result"
+                    yield TextSlot(call, "result")
                     yield from _nested(call.input)
 
 
-def _nested(value: Any) -> Iterator[tuple[Any, str | int]]:
+@dataclass(frozen=True)
+class TextSlot:
+    """One text of a session: a field of an exchange, a step or a call, or a string inside a call's
+    input (a dict's key or a list's index)."""
+
+    holder: Any
+    key: str | int
+
+    def get(self) -> Any:
+        if isinstance(self.holder, dict):
+            return self.holder[self.key]
+        if isinstance(self.holder, list):
+            return self.holder[int(self.key)]
+        return getattr(self.holder, str(self.key))
+
+    def set(self, text: str) -> None:
+        if isinstance(self.holder, dict):
+            self.holder[self.key] = text
+        elif isinstance(self.holder, list):
+            self.holder[int(self.key)] = text
+        else:
+            setattr(self.holder, str(self.key), text)
+
+
+def _nested(value: Any) -> Iterator[TextSlot]:
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
         if isinstance(item, str):
-            yield value, key
+            yield TextSlot(value, key)
         else:
             yield from _nested(item)
 
@@ -201,7 +225,8 @@ def layout(session: Session) -> list[TurnOf]:
     """Each step's turn in the scenario, in order (the user's turn holds the exchange's first step)."""
     turns, index = [], 0
     for e, exchange in enumerate(session.exchanges):
-        for step in exchange.steps or [None]:
+        steps: list[Step | None] = [*exchange.steps] or [None]  # an exchange with no step is one turn
+        for step in steps:
             turns.append(TurnOf(index, e, step))
             index += 1
     return turns
@@ -218,7 +243,9 @@ def to_scenario(session: Session, facts: dict[int, list[dict[str, Any]]]) -> dic
             turn: dict[str, Any] = {"user": exchange.user} if s == 0 else {}
             # A compaction between the user's line and the first step goes before the user's turn.
             summary = (
-                (exchange.recorded_summary or (step and step.recorded_summary)) if s == 0 else step.recorded_summary
+                (exchange.recorded_summary or (step and step.recorded_summary))
+                if s == 0
+                else (step.recorded_summary if step else None)
             )
             if summary:
                 turn["recorded_summary"] = summary
@@ -300,11 +327,13 @@ class Builder:
         self.recorded = self.recorded_where = None
 
     def assistant(self, text: str, calls: list[Call], where: str) -> None:
-        if self.current is None:
+        exchange = self.current
+        if exchange is None:
             self.session.notes.append(
                 f"{where}: the log starts with the agent; its first user line reads '{LOG_STARTS}'"
             )
             self.user(LOG_STARTS, where)
+            exchange = self.session.exchanges[-1]
         if text.strip():
             self.pending.append(text.strip())
         if not calls:
@@ -317,7 +346,7 @@ class Builder:
             recorded_where=self.recorded_where,
         )
         self.pending, self.recorded, self.recorded_where = [], None, None
-        self.current.steps.append(step)
+        exchange.steps.append(step)
         for call in calls:
             if call.id:
                 self.calls[call.id] = (call, where)
