@@ -1,7 +1,7 @@
 """The package layout follows the data's path, and stays that way: analysis and reports never reach
 the runner or the model layer, imports go only downwards in at most five floors, and the code is
 linted and formatted (ruff, configured in pyproject.toml: the line-length and complexity limits
-guard against sprawl) and the seams' types are checked (mypy, strict)."""
+guard against sprawl) and the whole package's types are checked (mypy, strict)."""
 
 import ast
 import subprocess
@@ -95,7 +95,7 @@ def test_ruff_finds_nothing_to_fix(command):
 
 
 @pytest.mark.slow
-def test_mypy_finds_no_type_errors_in_the_seams():
-    """Strict types on models, compaction, records, scoring and analysis (pyproject.toml)."""
+def test_mypy_finds_no_type_errors_in_the_package():
+    """Strict types over the whole package (pyproject.toml)."""
     done = subprocess.run([sys.executable, "-m", "mypy"], cwd=PACKAGE.parent, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr

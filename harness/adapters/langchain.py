@@ -17,8 +17,9 @@ from typing import Any
 try:
     from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT, SummarizationMiddleware
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
+    from langgraph.runtime import Runtime
 except ImportError as exc:  # the one line a user needs, instead of a traceback into our imports
     raise ImportError(f"LangChain is not installed ({exc}): pip install 'compaction-harness[langchain]'") from None
 
@@ -53,9 +54,9 @@ class HarnessChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
 
-def _to_langchain(messages: list[Message]) -> list[BaseMessage]:
+def _to_langchain(messages: list[Message]) -> list[AnyMessage]:
     """Each of our messages as LangChain's, with its position as id (tool results: one per block)."""
-    converted: list[BaseMessage] = []
+    converted: list[AnyMessage] = []
     for index, message in enumerate(messages):
         content, mid = message["content"], str(index)
         if isinstance(content, str):
@@ -88,16 +89,20 @@ def _compact(messages: list[Message], context: CompactionContext, summary_prompt
     if keep and len(points) <= keep:
         return messages  # everything is recent: nothing may be folded
     kept_messages = len(messages) - points[-keep] if keep else 0
+    if context.limit is None:
+        raise ValueError("LangChain's SummarizationMiddleware triggers at a budget: give the eval one")
     middleware = SummarizationMiddleware(
         HarnessChatModel(client=context.client, max_tokens=context.settings.summary_max_tokens),
         trigger=("tokens", context.limit),
         keep=("messages", max(kept_messages, 1)),
         # The middleware's "tokens" are whatever the counter counts: here the eval's own unit.
-        token_counter=lambda lc_messages: context.size(_ours(lc_messages, messages)),
+        token_counter=lambda lc_messages: context.size(
+            _ours([m for m in lc_messages if isinstance(m, BaseMessage)], messages)
+        ),
         summary_prompt=summary_prompt,
         trim_tokens_to_summarize=None,
     )
-    update = middleware.before_model({"messages": _to_langchain(messages)}, None)
+    update = middleware.before_model({"messages": _to_langchain(messages)}, Runtime())
     if update is None:
         return messages
     return _ours([m for m in update["messages"] if m.type != "remove"], messages)

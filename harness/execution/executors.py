@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -21,8 +22,10 @@ from .answers import ask
 from .cases import Case, plan_cases
 from .evals import Eval
 from .provenance import manifest, now
-from .runner import CaseRunner
+from .runner import CaseRecords, CaseRunner
 from .waves import Waves, ordered_map
+
+WriteCase = Callable[[Case, CaseRecords], None]  # writes a finished case to the run folder
 
 
 def open_for(ev: Eval, base_url: str | None = None, slots: int = 1) -> Backend:
@@ -81,21 +84,21 @@ def execute(
         progress=progress,
         jobs=jobs,
         batch=batch,
-        judge_calibration=calibration and calibration.record(),
+        judge_calibration=calibration.record() if calibration else None,
     )
 
 
 def run_eval(
     ev: Eval,
-    client: ModelClient,
+    client: Backend,
     results_dir: Path,
     *,
     resume: Path | None = None,
-    judge: ModelClient | None = None,
+    judge: Backend | None = None,
     progress: bool = True,
     jobs: int = 1,
     batch: BatchEndpoint | None = None,
-    judge_calibration: dict | None = None,
+    judge_calibration: dict[str, Any] | None = None,
 ) -> Path:
     """Run every case not yet finished, `jobs` at a time, or (`batch`) all together in waves on
     the Message Batches API; return the run folder. Each case's own calls stay in order."""
@@ -120,7 +123,7 @@ def run_eval(
         todo = [case for case in plan_cases(ev) if case.id not in done]
         calls_before, calls_at_start = about.model_calls or 0, client.calls  # model_calls adds up over resumes
 
-        def write(case: Case, results: tuple) -> None:
+        def write(case: Case, results: CaseRecords) -> None:
             folder.write_case(case.id, *results)
             about.model_calls = calls_before + client.calls - calls_at_start
             about.write(folder.path)
@@ -134,7 +137,7 @@ def run_eval(
     return folder.path
 
 
-def _run_direct(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callable, jobs: int, progress: bool) -> None:
+def _run_direct(ev: Eval, runner: CaseRunner, todo: list[Case], write: WriteCase, jobs: int, progress: bool) -> None:
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
         # Written in plan order, so two runs of one eval give files that diff line by line.
@@ -153,18 +156,17 @@ def _run_direct(ev: Eval, runner: CaseRunner, todo: list[Case], write: Callable,
 
 
 def in_waves(ev: Eval, client: ModelClient, waves: Waves, judge: ModelClient | None = None) -> CaseRunner:
-    """A runner whose requests go through `waves`: what the client's cache lacks waits for the next
-    wave (`Backend.waves`), and a case's probes register together."""
-    client.waves = waves
+    """A runner for a client whose requests go through `waves` (what its cache lacks waits for the
+    next wave: `Backend.waves`): a case's probes register together."""
     return CaseRunner(ev, client, judge, ask_all=lambda requests: waves.gather(ask, requests))
 
 
 def _run_in_waves(
     ev: Eval,
-    client: ModelClient,
-    judge: ModelClient | None,
+    client: Backend,
+    judge: Backend | None,
     todo: list[Case],
-    write: Callable,
+    write: WriteCase,
     folder: RunFolder,
     about: Manifest,
     endpoint: BatchEndpoint,
@@ -187,6 +189,7 @@ def _run_in_waves(
         on_submitted=client.count_calls,
         poll_s=(ev.spec.batch_poll_seconds, max(60.0, ev.spec.batch_poll_seconds)),
     )
+    client.waves = waves
     runner = in_waves(ev, client, waves, judge)
     before = (about.waves or 0, list(about.batches), list(about.wave_seconds))  # they add up over resumes
 

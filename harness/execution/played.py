@@ -34,6 +34,8 @@ class PlayedCase:
         """The history a fact's probe saw, and how many compactions and turns came before it."""
         if early := self.early.get(fact.fact_id):
             return early.history, early.compactions, early.turns
+        if self.agent is None:
+            raise ValueError(f"{self.row.case}: the case failed before its history was complete: nothing to ask")
         return self.agent.messages, len(self.compactions), len(self.starts)
 
 

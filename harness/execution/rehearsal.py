@@ -112,8 +112,9 @@ class Rehearsal:
 
     identity: str
     sampling: dict[str, Any]
-    cache: ResponseCache | None = None
-    waves: Any = None  # the rehearsal's waves.Waves
+    cache: ResponseCache | None
+    waves: Waves
+    stand_in: StandIn  # the waves' endpoint: it counted each request's input tokens
     answered: dict[str, Any] = field(default_factory=dict)  # the waves' results, for the replays
     calls: int = 0  # requests a direct run would send
     cached: int = 0
@@ -126,19 +127,20 @@ class Rehearsal:
     def create(self, sample: int = 0, overrides: dict[str, Any] | None = None, **request: Any) -> Reply:
         _, key = sampled(self.identity, {**self.sampling, **(overrides or {})}, request, sample)
         hit = self.cache.get(key) if self.cache else None
-        cached = hit is not None and reply_problem(hit) is None
-        self._played.requests.append(Occurrence(key, cached, request["max_tokens"], current_purpose()))
-        if cached:
-            return Reply(hit, cached=True)
+        usable = hit if hit is not None and reply_problem(hit) is None else None
+        self._played.requests.append(Occurrence(key, usable is not None, request["max_tokens"], current_purpose()))
+        if usable is not None:
+            return Reply(usable, cached=True)
         if key in self.answered:
             return Reply(self.answered[key])
-        self.waves.answer(key, request)
+        self.waves.answer(key, request)  # unwinds the case until the next wave has the answer
 
     def play(self, runner: CaseRunner, case: Case) -> list[Occurrence]:
         """The requests one case makes, as far as the waves so far answer them."""
         self._played.requests = []
         runner.run(case)
-        return self._played.requests
+        requests: list[Occurrence] = self._played.requests
+        return requests
 
     def commit(self, case: Case, requests: list[Occurrence]) -> None:
         """Count a finished case's requests: cached, or sent by a direct run (with a cache, each
@@ -149,20 +151,20 @@ class Rehearsal:
                 continue
             self.sent.add(occurrence.key)
             self.calls += 1
-            self.input_tokens += self.waves.endpoint.tokens[occurrence.key]
+            self.input_tokens += self.stand_in.tokens[occurrence.key]
             self.output_tokens += occurrence.max_tokens
             if occurrence.purpose == "compaction":
-                spent = (1, self.waves.endpoint.tokens[occurrence.key], occurrence.max_tokens)
+                spent = (1, self.stand_in.tokens[occurrence.key], occurrence.max_tokens)
                 self.compaction = [a + b for a, b in zip(self.compaction, spent)]
 
     def count_tokens(self, **request: Any) -> int:
-        return self.waves.endpoint.count(request)
+        return self.stand_in.count(request)
 
     def check(self) -> None:
         """A rehearsal sends nothing, so there is nothing to prove."""
 
 
-class Answers(dict):
+class Answers(dict[str, dict[str, Any]]):
     """The rehearsal's store of wave results (the shape `waves.Store` asks for)."""
 
     def put(self, key: str, response: dict[str, Any]) -> None:
@@ -183,7 +185,7 @@ class StandIn(BatchEndpoint):
     def count(self, request: dict[str, Any]) -> int:
         if self.counter is not None:
             try:
-                return self.counter.count_tokens(**{k: v for k, v in request.items() if k != "max_tokens"})
+                return int(self.counter.count_tokens(**{k: v for k, v in request.items() if k != "max_tokens"}))
             except ModelError:
                 self.counter = None  # the endpoint cannot count: characters from here on
         text = json.dumps({k: request.get(k) for k in ("system", "messages", "tools")}, ensure_ascii=False)
@@ -248,7 +250,9 @@ def estimate(
     endpoint = StandIn(counter)
     answers = Answers()
     waves = Waves(endpoint, _Unrecorded(), answers, workers=1, poll_s=(0.0, 0.0), progress=False)
-    client = Rehearsal(identity, sampling, cache, waves, answers)
+    client = Rehearsal(
+        identity=identity, sampling=sampling, cache=cache, waves=waves, stand_in=endpoint, answered=answers
+    )
     runner = in_waves(ev, client, waves)
     cases = plan_cases(ev)
     report = waves.run(cases, lambda case: client.play(runner, case), client.commit)

@@ -316,11 +316,12 @@ class Waves:
         again when a replay asks for it)."""
         attempts = self.attempts.get(custom_id, 1)
         if outcome.kind == "succeeded":
-            problem = reply_problem(outcome.message)
-            if problem is None:
+            message = outcome.message
+            problem = reply_problem(message)
+            if problem is None and message is not None:
                 self.attempts.pop(custom_id, None)
                 if self.store is not None:
-                    self.store.put(custom_id, outcome.message)
+                    self.store.put(custom_id, message)
                 return
             # Paid for once and never cached: an error of the run, not a retry.
             outcome = Outcome("invalid", reason=f"the batch result is not a Messages reply: {problem}")

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn, Protocol
 
 from ..messages import SummaryLayout
 from .cache import ResponseCache
@@ -32,6 +32,13 @@ class MalformedResponse(ModelError):
     """The server answered 200 with a body that is not a Messages reply, even after retries."""
 
 
+class WaveQueue(Protocol):
+    """Where a batch run sends a request the cache lacks (`execution.waves.Waves`): it unwinds the
+    case until the next wave has the answer."""
+
+    def answer(self, custom_id: str, params: dict[str, Any]) -> NoReturn: ...
+
+
 @dataclass
 class Backend:
     """A Messages API endpoint plus the model name and sampling settings sent with every call."""
@@ -44,7 +51,7 @@ class Backend:
     prompt_caching: bool = False  # mark shared prefixes with cache_control (Anthropic's API)
     reads_text_tool_calls: bool = False  # a tool call the model wrote as text becomes a tool_use (`tool_text`)
     calls: int = 0  # requests actually sent to the model (cache hits excluded)
-    waves: Any = None  # an execution.waves.Waves: requests the cache lacks go to its next wave
+    waves: WaveQueue | None = None  # in a batch run: requests the cache lacks go to its next wave
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # cases run in threads
 
     def create(self, sample: int = 0, overrides: dict[str, Any] | None = None, **request: Any) -> Reply:

@@ -108,12 +108,15 @@ def failed(rows: pd.DataFrame, metric: str) -> pd.Series:
 def overflowed(rows: pd.DataFrame, metric: str) -> pd.Series:
     """Which rows of a metric could not be measured because a request exceeded the context window."""
     if metric == "retention":
-        return rows["error"].fillna("").str.startswith(OVERFLOWED)
+        return _starts_overflow(rows["error"])
     if metric in ACTION_METRICS:
-        return rows["error"].fillna("").str.startswith(OVERFLOWED) | rows["ceiling_error"].fillna("").str.startswith(
-            OVERFLOWED
-        )
+        return _starts_overflow(rows["error"]) | _starts_overflow(rows["ceiling_error"])
     return rows["verdict"] == "overflow"
+
+
+def _starts_overflow(errors: pd.Series) -> pd.Series:
+    # A column with no error at all is read as floats (NaN): no string method applies to it.
+    return errors.map(lambda error: isinstance(error, str) and error.startswith(OVERFLOWED)).astype(bool)
 
 
 def prompted(rows: pd.DataFrame) -> pd.DataFrame:

@@ -266,8 +266,9 @@ def _filler_turns(rng: random.Random, options: Options) -> list[dict[str, Any]]:
     if options.filler_turns is not None:
         count, size = options.filler_turns, 300
     else:
-        count = -(-options.filler_chars // 500) if options.filler_chars else 0
-        size = options.filler_chars // count if count else 0
+        chars = options.filler_chars or 0
+        count = -(-chars // 500)
+        size = chars // count if count else 0
     turns = []
     for _ in range(count):
         text = ""
@@ -305,7 +306,7 @@ def scenario(options: Options, index: int) -> dict[str, Any]:
         written, answer = kind.draw(rng)
         statement = kind.statement.format(subject=subject, value=written)
         statement = statement[0].upper() + statement[1:]
-        fact = {
+        fact: dict[str, Any] = {
             "id": f"{kind.noun}-{tag.lower()}",
             "kind": kind.name,
             "subject": subject,

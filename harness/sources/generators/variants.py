@@ -86,7 +86,8 @@ def redrawable(fact: dict[str, Any]) -> bool:
 
 def values_of(data: dict[str, Any]) -> tuple[list[str], list[str]]:
     """The scenario's values to re-draw, and the facts left as they are (see the module docstring)."""
-    values, kept = [], []
+    values: list[Any] = []
+    kept: list[str] = []
     for turn in data["turns"]:
         for fact in turn.get("facts", []):
             if not redrawable(fact):
@@ -96,12 +97,12 @@ def values_of(data: dict[str, Any]) -> tuple[list[str], list[str]]:
         for change in turn.get("supersedes", []):
             values += [change.get("answer"), *change.get("aliases", [])]
     # A value with no word of its own ('pytest -q', '42') stays: there is nothing in it to re-draw.
-    values = {
+    own_words = {
         v
         for v in values
         if isinstance(v, str) and len(v) >= 3 and any(m[0].lower() not in SHARED_WORDS for m in _WORD.finditer(v))
     }
-    return sorted(values, key=len, reverse=True), kept
+    return sorted(own_words, key=len, reverse=True), kept
 
 
 def variant(data: dict[str, Any], values: list[str], rng: random.Random, number: int) -> dict[str, Any]:

@@ -127,7 +127,10 @@ def _main_path(
 
     candidates = [line for line in lines if conversational(line[1])]
     if any(entry.get("parentUuid") or entry.get("logicalParentUuid") for _, entry in candidates):
-        path, seen, node = [], set(), candidates[-1]
+        Line = tuple[int, dict[str, Any]]
+        path: list[Line] = []
+        seen: set[int] = set()
+        node: Line | None = candidates[-1]
         while node is not None:
             seen.add(id(node[1]))
             path.append(node)
@@ -154,7 +157,7 @@ def _main_path(
     else:  # an old or hand-made log with no links: file order
         path = lines
     on_path = {id(entry) for _, entry in path}
-    left = Counter()
+    left: Counter[str] = Counter()
     for _, entry in lines:
         if id(entry) in on_path and kept(entry):
             continue

@@ -13,19 +13,16 @@ of several agents can be read without naming each one's format (`harness audit`)
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import json
 import lzma
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from .logfile import log_name
+from .logfile import COMPRESSIONS, log_name
 
 HEAD_BYTES = 1 << 18  # enough for the first lines of any log, long tool outputs included
 LOG_SUFFIXES = (".jsonl", ".json", ".traj")
-_OPENERS = {b"\x1f\x8b": gzip.open, b"BZh": bz2.open, b"\xfd7zXZ\x00": lzma.open}
 _CODEX_ITEMS = {"function_call", "function_call_output", "custom_tool_call", "local_shell_call", "reasoning"}
 
 
@@ -38,8 +35,8 @@ def _head(path: Path) -> str:
     try:
         with path.open("rb") as raw:
             magic = raw.read(6)
-        opener = next((open_ for mark, open_ in _OPENERS.items() if magic.startswith(mark)), None)
-        with (opener or open)(path, "rb") as stream:
+        opener = next((open_ for mark, _, open_ in COMPRESSIONS if magic.startswith(mark)), None)
+        with opener(path, "rb") if opener else path.open("rb") as stream:
             return stream.read(HEAD_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff")
     except (OSError, EOFError, lzma.LZMAError) as exc:
         raise InputError(path, f"cannot read it ({exc})") from None

@@ -3,9 +3,14 @@ nested too deeply, within the bounds a log may have; every problem said with its
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
 import json
+import lzma
+from collections.abc import Callable
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, Literal
 
 from ...errors import InputError, plural
 
@@ -19,7 +24,13 @@ def log_name(path: Path) -> PurePath:
 MAX_LOG_BYTES = 1 << 30  # a log this big is many sessions, or tool outputs no scenario can hold: split it first
 DETECT_BYTES = 1 << 20  # how much of a file that is not UTF-8 its encoding is guessed from
 # Archived logs: read through the standard library's decompressors, the output bounded like a file.
-_COMPRESSED = [(b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz")]
+Opener = Callable[[Any, Literal["rb"]], io.BufferedIOBase]
+# Each compression a log may come in: its magic bytes, its name and how to open it.
+COMPRESSIONS: list[tuple[bytes, str, Opener]] = [
+    (b"\x1f\x8b", "gzip", gzip.open),
+    (b"BZh", "bz2", bz2.open),
+    (b"\xfd7zXZ\x00", "xz", lzma.open),
+]
 _ARCHIVES = [
     (b"PK\x03\x04", "a zip archive: extract the log from it first"),
     (b"\x28\xb5\x2f\xfd", "zstandard-compressed: decompress it first (`zstd -d`)"),
@@ -86,14 +97,8 @@ def _decompressed(path: Path, raw: bytes, notes: list[str]) -> bytes:
     for mark, what in _ARCHIVES:
         if raw.startswith(mark):
             raise InputError(path, what)
-    for mark, codec in _COMPRESSED:
+    for mark, codec, opener in COMPRESSIONS:
         if raw.startswith(mark):
-            import bz2
-            import gzip
-            import io
-            import lzma
-
-            opener = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}[codec]
             try:
                 with opener(io.BytesIO(raw), "rb") as stream:
                     content = stream.read(MAX_LOG_BYTES + 1)

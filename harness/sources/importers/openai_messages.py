@@ -106,7 +106,7 @@ def read_messages(
                 waiting = calls = text_calls(text)
             builder.assistant(text, calls, where)
         elif role == "tool":
-            builder.result(str(message.get("tool_call_id")), text_of(content), False, where)
+            builder.result(str(message.get("tool_call_id") or ""), text_of(content), False, where)
         elif role == "function":  # the older API: answers the last call of that name
             call = (
                 next((c for c in reversed(builder.current.steps[-1].calls) if c.tool == message.get("name")), None)
@@ -138,9 +138,11 @@ def _calls(message: dict[str, Any], where: str, notes: list[str]) -> list[Call]:
         for b in message.get("content") or []
         if isinstance(b, dict) and b.get("type") == "tool_use"
     ]
-    for call in raw:
+    for n, call in enumerate(raw):
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
             name = str(function.get("name") or "tool")
-            calls.append(Call(name, arguments_of(function.get("arguments"), name, where, notes), id=call.get("id")))
+            # A call without an id still answers to an older `function` message, by its name.
+            own_id = str(call.get("id") or f"{where}#{n}")
+            calls.append(Call(name, arguments_of(function.get("arguments"), name, where, notes), id=own_id))
     return calls

@@ -31,7 +31,7 @@ class Call:
     input: dict[str, Any]
     result: str | None = None  # None: the log has no result for it (yet)
     is_error: bool = False
-    id: str | None = None  # the log's own id, to match the result
+    id: str = ""  # the log's own id, to match the result ("": the log gave none)
 
 
 @dataclass
@@ -155,7 +155,7 @@ def arguments_of(raw: Any, name: str, where: str, notes: list[str]) -> dict[str,
 def tool_use_call(block: dict[str, Any], where: str, notes: list[str]) -> Call:
     """A Messages API `tool_use` block as a call."""
     name = str(block.get("name", "tool"))
-    return Call(name, arguments_of(block.get("input"), name, where, notes), id=block.get("id"))
+    return Call(name, arguments_of(block.get("input"), name, where, notes), id=str(block.get("id") or ""))
 
 
 @dataclass
@@ -354,7 +354,8 @@ class Builder:
     def result(self, call_id: str, output: str, is_error: bool, where: str) -> None:
         found = self.calls.pop(call_id, None)
         if found is None:
-            self.session.notes.append(f"{where}: a tool result for a call the log does not hold ({call_id}): left out")
+            which = f"a call the log does not hold ({call_id})" if call_id else "no call (it has no call id)"
+            self.session.notes.append(f"{where}: a tool result for {which}: left out")
             return
         found[0].result, found[0].is_error = output, is_error
 

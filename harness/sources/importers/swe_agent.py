@@ -44,9 +44,10 @@ def read(path: Path) -> list[Session]:
         if not action:
             session.notes.append(f"{where}: a step with no action, left out")
             continue
-        call = Call(TOOL, {"command": action}, id=f"step-{n}")
+        call_id = f"step-{n}"
+        call = Call(TOOL, {"command": action}, id=call_id)
         builder.assistant(str(step.get("thought") or step.get("response") or ""), [call], where)
-        builder.result(call.id, text_of(step.get("observation")), False, where)
+        builder.result(call_id, text_of(step.get("observation")), False, where)
     read_info(data, session)
     session.notes.append(f"the system prompt and {plural(len(demos), 'demonstration message')} left out")
     return [builder.finish()]
@@ -55,7 +56,7 @@ def read(path: Path) -> list[Session]:
 def read_info(data: Any, session: Session) -> None:
     """The run's own record (`info`, as SWE-agent and mini-swe-agent write it): the files of the
     diff it submitted, and how it ended."""
-    info = data.get("info") if isinstance(data, dict) and isinstance(data.get("info"), dict) else {}
+    info: dict[str, Any] = data["info"] if isinstance(data, dict) and isinstance(data.get("info"), dict) else {}
     session.files_changed = patched_files(str(info.get("submission") or ""))
     if info.get("exit_status"):
         session.notes.append(f"the run ended with exit status {info['exit_status']!r}")
