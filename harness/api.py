@@ -6,7 +6,7 @@ audit agent logs.
     ev = api.load_eval("evals/smoke.yaml", budgets=["40%"])
     run = api.run(ev, results="results")
     for comparison in api.compare(run, a="seed", b="facts-first"):
-        print(comparison.metric, comparison.recall_a, comparison.recall_b, comparison.p_value)
+        print(comparison.metric, comparison.rate_a, comparison.rate_b, comparison.p_value)
     api.baseline(run)                                 # once: results/baselines/smoke
     verdict = api.gate(api.run(ev), "results/baselines/smoke")
     raise SystemExit(verdict.exit_code)  # 0 pass, 100 regression, 1 cannot judge
@@ -84,7 +84,7 @@ def baseline(finished: Run, results: str | Path = "results", name: str | None = 
     """Record a finished run as its eval's baseline (`results/baselines/NAME`), as `harness baseline`."""
     if finished.path is None:
         raise ValueError("this run was not read from a folder: open it with open_run")
-    return record_baseline(finished.path, Path(results) / "baselines", name or finished.about.name)
+    return record_baseline(finished.path, Path(results) / "baselines", name or finished.manifest.name)
 
 
 def compare(
@@ -101,7 +101,7 @@ def gate(candidate: Run, baseline: str | Path, *, against: str | None = None, **
     """The gate's verdict on a candidate run against a recorded baseline folder, with the thresholds
     the candidate's eval file set (its `gate:`), overridden by `thresholds` (max_drop=0.05, ...).
     Raises `CannotJudge` when the two cannot be compared at all."""
-    settings = _gate.manifest_settings(candidate.about, **thresholds)
+    settings = _gate.manifest_settings(candidate.manifest, **thresholds)
     return _gate.evaluate(_gate.load_baseline(Path(baseline)), candidate, settings, against)
 
 

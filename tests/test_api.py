@@ -31,8 +31,8 @@ def test_run_compare_baseline_and_gate_from_python(eval_file, tmp_path, oracle_m
     assert {"recall", "retention"} <= set(comparisons)
     recall = comparisons["recall"]
     assert recall.n == len(run.records[run.records["strategy"] == "summary"])  # every summary probe paired
-    assert (recall.label_a, recall.label_b) == ("A:truncate", "B:user-lines")
-    assert recall.recall_b >= recall.recall_a  # the oracle summariser keeps the user's lines: truncate cannot win
+    assert (recall.label_a, recall.label_b) == ("A (truncate)", "B (summary: user-lines)")
+    assert recall.rate_b >= recall.rate_a  # the oracle summariser keeps the user's lines: truncate cannot win
     with pytest.raises(InputError, match=r"^a: no prompt 'facts-first' with strategy summary .*user-lines"):
         api.compare(run, a="facts-first", b="summary")
     with pytest.raises(InputError, match="no strategy 'mask-observations' in this run"):
@@ -41,7 +41,7 @@ def test_run_compare_baseline_and_gate_from_python(eval_file, tmp_path, oracle_m
     # The same figures as the command line's compare.
     assert main(["compare", str(run.path), "--a", "truncate", "--b", "summary"]) == 0
     printed = capsys.readouterr().out
-    assert f"{recall.recall_a:.0%}" in printed and f"{recall.recall_b:.0%}" in printed
+    assert f"{recall.rate_a:.0%}" in printed and f"{recall.rate_b:.0%}" in printed
 
     # A baseline, then the same eval gated against it: nothing regressed, and too small to pass.
     baseline = api.baseline(run, results=results)
@@ -70,5 +70,5 @@ def test_the_api_runs_an_eval_on_the_embedded_model(tmp_path):
     """Through the real backend: the shipped smoke eval's first cases on the fast embedded model."""
     smoke = Path(__file__).parents[1] / "evals" / "smoke.yaml"
     run = api.run(smoke, results=tmp_path, model="smollm2-135m", scenario_ids=["trip-planning"], limit=2)
-    assert run.about.model.startswith("SmolLM2") and len(run.records) and not run.records["error"].any()
+    assert run.manifest.model.startswith("SmolLM2") and len(run.records) and not run.records["error"].any()
     assert {c.metric for c in api.compare(run, a="seed", b="facts-first")} >= {"retention"}

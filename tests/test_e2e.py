@@ -320,16 +320,15 @@ def test_batch_mode_on_the_embedded_model_behind_a_loopback_batch_engine(local, 
 
 
 def test_the_agent_and_alternatives_evals_on_the_embedded_model(tmp_path, capsys):
-    """evals/agent.yaml as shipped: imported agent logs and generated coding sessions compacted
-    inside their tool loops (cut: steps) by two prompts on the embedded model, and the hand-written
+    """evals/agent.yaml as shipped, on two of its sessions: a generated coding session compacted
+    inside its tool loop (cut: steps) by two prompts on the embedded model, and the hand-written
     Claude Code log's own recorded summary (no model call: its retention is known exactly). Then
     evals/alternatives.yaml on the same sessions (its summary cases come from the response cache):
     masking and clearing tool results, the server-side strategies skipped and said so."""
     root = Path(__file__).parents[1]
-    assert (
-        main(["run", str(root / "evals" / "agent.yaml"), "--model", FAST, "--results", str(tmp_path / "r"), "--quiet"])
-        == 0
-    )
+    sessions = ["--scenario", "coding-1-000", "--scenario", "claude_code_session"]
+    results = ["--results", str(tmp_path / "r"), "--quiet"]
+    assert main(["run", str(root / "evals" / "agent.yaml"), "--model", FAST, *sessions, *results]) == 0
     out = capsys.readouterr().out
     assert "Summary retention by fact kind" in out and "facts stated per 1,000 summary tokens" in out
     run_dir = next((tmp_path / "r" / "runs").iterdir())
@@ -349,29 +348,14 @@ def test_the_agent_and_alternatives_evals_on_the_embedded_model(tmp_path, capsys
         "files-changed": True,
         "commands-run": False,
     }
-    # Every generated session (one user line, 24 tool steps) compacted inside its tool loop.
+    # The generated session (one user line, 24 tool steps) compacted inside its tool loop, by both prompts.
     compactions = read_jsonl(run_dir / "compactions.jsonl")
     inside = {
-        c["scenario"]
-        for c in compactions
-        if c["scenario"].startswith("coding-") and c["before_turn"] > 0 and c["summary"]
+        c["prompt"] for c in compactions if c["scenario"] == "coding-1-000" and c["before_turn"] > 0 and c["summary"]
     }
-    assert inside == {f"coding-1-00{n}" for n in range(4)}
+    assert inside == {"seed", "facts-first"}
     capsys.readouterr()
-    assert (
-        main(
-            [
-                "run",
-                str(root / "evals" / "alternatives.yaml"),
-                "--model",
-                FAST,
-                "--results",
-                str(tmp_path / "r"),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    assert main(["run", str(root / "evals" / "alternatives.yaml"), "--model", FAST, *sessions, *results]) == 0
     out = capsys.readouterr().out
     run_dir = max((tmp_path / "r" / "runs").glob("alternatives-*"))
     retention = read_jsonl(run_dir / "retention.jsonl")
@@ -418,19 +402,19 @@ def test_next_action_eval_on_the_embedded_model(tmp_path, capsys):
 
 
 def test_the_frameworks_eval_on_the_embedded_model(tmp_path, capsys):
-    """evals/frameworks.yaml as shipped but for the recall probes, on two of its sessions (a small
-    real SWE-agent log, one request and its tool loop, and the Claude Code log with its recorded
-    compaction; the generated sessions are each framework's unit tests, with a scripted model):
-    Inspect AI's three compactions, LangChain's middleware and OpenHands's condenser
-    run their own code with the embedded model writing the summaries, beside our prompt, masking,
-    clearing and the recorded compaction. Every case is scored or recorded as an error naming its
-    cause; none crashes the run."""
+    """evals/frameworks.yaml as shipped but for the recall probes, on one of its sessions (a small
+    real SWE-agent log: one request and its tool loop, the shape LangChain's middleware once never
+    compacted; the other sessions are each framework's unit tests, with a scripted model, and the
+    recorded compaction is the agent eval's test): Inspect AI's three compactions, LangChain's
+    middleware and OpenHands's condenser run their own code with the embedded model writing the
+    summaries, beside our prompt, masking and clearing. Every case is scored or recorded as an
+    error naming its cause; none crashes the run."""
     pytest.importorskip("inspect_ai")
     pytest.importorskip("langchain.agents.middleware.summarization")
     pytest.importorskip("openhands.sdk")
     root = Path(__file__).parents[1]
     eval_file = root / "evals" / "frameworks.yaml"
-    sessions = ["test-repo-i1", "claude_code_session"]
+    sessions = ["test-repo-i1"]
     chosen = [arg for scenario in sessions for arg in ("--scenario", scenario)]
     run = ["run", str(eval_file), "--model", FAST, *chosen, "--no-probes", "--results", str(tmp_path), "--quiet"]
     assert main(run) == 0

@@ -26,9 +26,9 @@ def test_a_gate_row_that_could_not_be_tested_is_no_pass_and_the_header_agrees(tm
     worse = one_scenario(tmp_path / "worse", [[1], [0], [0]], tokens=200)
     assert main(["gate", "--run", str(worse), "--baseline", str(base)]) == 100
     out = capsys.readouterr().out
-    row = next(line for line in out.splitlines() if line.startswith("| retention: seed @ budget 50%"))
+    row = next(line for line in out.splitlines() if line.startswith("| retention: summary: seed @ budget 50%"))
     assert row.rstrip().endswith("| cannot judge: too few scenarios to test (1 scenario, under 5) |")
-    assert "### Summary-prompt gate: regression" in out and "| summary size: seed |" in out
+    assert "### Summary-prompt gate: regression" in out and "| summary size: summary: seed |" in out
     same = one_scenario(tmp_path / "same", [[1], [1], [1]])
     assert main(["gate", "--run", str(same), "--baseline", str(base)]) == 1  # nothing failed, nothing passed
     out = capsys.readouterr().out
@@ -49,7 +49,7 @@ def test_retention_is_one_figure_per_variant_on_every_surface(tmp_path, capsys):
     figure = re.search(r"summary: seed\s+(\d+)%", table_cell)[1]
     assert f"Best on retention: summary: seed ({figure}%)" in best_variant(run)
     assert main(["compare", str(run_dir), "--a", "terse", "--b", "seed"]) == 0
-    assert f"B:seed: {figure}%" in capsys.readouterr().out
+    assert f"B (summary: seed): {figure}%" in capsys.readouterr().out
     assert "for each fact of each case, the share of its summaries that state it" in text_report(run_dir)
 
 

@@ -146,7 +146,7 @@ def test_compare_command_within_one_run(tmp_path, capsys):
     other = make_run(tmp_path / "b", {k: False for k in facts(2, 2, ("40%",))}, prompt="terse")
     assert main(["compare", str(run), str(other)]) == 0
     out = capsys.readouterr().out
-    assert "recall: A:seed: 100%   B:terse: 0%" in out
+    assert "recall: A (summary: seed): 100%   B (summary: terse): 0%" in out
     assert "-100.0% on 4 pairs in 2 clusters: too few clusters (under 5) for an interval or a test" in out
     assert main(["compare", str(run)]) == 1  # within one run, prompts must be named
 
@@ -294,11 +294,14 @@ def test_a_prompt_that_drops_one_kind_fails_on_that_kind_though_the_overall_drop
     dropped = make_retention_run(tmp_path / "dropped", {"seed": no_files}, kind_of=by_prefix)
     assert main(["gate", "--run", str(dropped), "--baseline", str(base)]) == 100
     out = capsys.readouterr().out
-    overall = next(line for line in out.splitlines() if line.startswith("| retention: seed @ all budgets"))
+    overall = next(line for line in out.splitlines() if line.startswith("| retention: summary: seed @ all budgets"))
     assert overall.endswith("| pass |")  # 60 of 1,290 facts: a 4.7% drop, under max_drop
-    assert "| retention of files: seed @ all budgets | 100% | 0% |" in out
+    assert "| retention of files: summary: seed @ all budgets | 100% | 0% |" in out
     assert "FAIL: files retention dropped 100.0% (more than 25.0%)" in out and "(0.05 over 3 kinds)" in out
-    assert "| retention of plan: seed @ all budgets | 0% | 0% |" in out and "unguarded: the baseline keeps 0%" in out
+    assert (
+        "| retention of plan: summary: seed @ all budgets | 0% | 0% |" in out
+        and "unguarded: the baseline keeps 0%" in out
+    )
     same = make_retention_run(tmp_path / "same", {"seed": seed}, kind_of=by_prefix)
     assert main(["gate", "--run", str(same), "--baseline", str(base)]) == 0  # an unguarded kind blocks no pass
 
@@ -322,7 +325,7 @@ def test_each_kind_is_tested_at_alpha_over_the_number_of_kinds(tmp_path, capsys)
     base, lost = runs(4)
     main(["gate", "--run", str(lost), "--baseline", str(base), "--max-drop", "0.5"])
     out = capsys.readouterr().out
-    guard = next(line for line in out.splitlines() if line.startswith("| retention of a: seed"))
+    guard = next(line for line in out.splitlines() if line.startswith("| retention of a: summary: seed"))
     assert "-42%" in guard and "FAIL" not in guard
 
 
@@ -335,7 +338,7 @@ def test_summaries_that_grow_fail_on_size_even_when_they_keep_everything(tmp_pat
     )
     assert main(["gate", "--run", str(verbatim), "--baseline", str(base)]) == 100
     out = capsys.readouterr().out
-    assert "**Summary size: seed FAILS**: median summary 160 tokens against the baseline's 100 (+60%" in out
+    assert "**Summary size: summary: seed FAILS**: median summary 160 tokens against the baseline's 100 (+60%" in out
     assert main(["gate", "--run", str(verbatim), "--baseline", str(base), "--max-summary-growth", "0.7"]) == 0
 
 
@@ -407,8 +410,11 @@ def test_summaries_that_run_into_the_token_cap_more_often_fail(tmp_path, capsys)
     )
     assert main(["gate", "--run", str(copying), "--baseline", str(base)]) == 100
     out = capsys.readouterr().out
-    assert "**Summary cap: seed FAILS**: 67% of the summaries stop at the token cap against the baseline's 0%" in out
-    assert "| summary size: seed | median 100 tokens | median 100 tokens | pass |" in out
+    assert (
+        "**Summary cap: summary: seed FAILS**: 67% of the summaries stop at the token cap against the baseline's 0%"
+        in out
+    )
+    assert "| summary size: summary: seed | median 100 tokens | median 100 tokens | pass |" in out
     assert main(["gate", "--run", str(copying), "--baseline", str(base), "--max-cap-increase", "0.7"]) == 0
     assert main(["gate", "--run", str(same), "--baseline", str(base)]) == 0
     # A baseline recorded before stop reasons were: the cap cannot be checked, and the row says so.
@@ -440,8 +446,9 @@ def test_a_candidate_named_like_the_control_is_compared_with_the_eval_prompt_nev
     assert main(["gate", "--run", str(candidate), "--baseline", str(base)]) == 100
     out = capsys.readouterr().out
     assert (
-        "Candidate `keeps-nothing` is compared with baseline `seed` (the baseline's first prompt: 'keeps-nothing' "
-        "is the baseline's keeps-nothing control's id, and a candidate is never compared with the control)" in out
+        "Candidate `summary: keeps-nothing` is compared with baseline `summary: seed` (the baseline's first prompt: "
+        "'keeps-nothing' is the baseline's keeps-nothing control's id, and a candidate is never compared with "
+        "the control)" in out
     )
     assert main(["gate", "--run", str(candidate), "--baseline", str(base), "--against", "keeps-nothing"]) == 1
     assert (

@@ -169,7 +169,7 @@ def test_a_strategy_that_takes_a_prompt_sweeps_the_prompts_and_pairs_with_ours(c
     assert sum(r.get("system") == prompt for r in client.requests) >= 2 * len(compactions)  # ...and its text
     assert main(["compare", str(run_dir), "--a", "summary:user-lines", "--b", "mystrategies:sweeping:user-lines"]) == 0
     out = capsys.readouterr().out
-    assert "A:user-lines" in out and "B:mystrategies:sweeping:user-lines" in out and "pairs in" in out
+    assert "A (summary: user-lines)" in out and "B (mystrategies:sweeping: user-lines)" in out and "pairs in" in out
 
 
 def test_the_manifest_records_where_a_strategy_came_from(custom_eval, tmp_path):
@@ -195,9 +195,9 @@ def test_the_gate_covers_a_custom_strategy_that_takes_prompts(custom_eval, tmp_p
     candidate = load_run(_run(path, FakeClient(oracle), tmp_path / "cand"))
     verdict = gate.evaluate(baseline, candidate, load_eval(path).spec.gate)
     names = {c.name for c in verdict.cells}
-    assert "retention: mystrategies:sweeping:user-lines @ all budgets" in names
-    assert "retention: user-lines @ all budgets" in names  # and ours, each against its own baseline
-    mine = next(c for c in verdict.cells if c.name == "retention: mystrategies:sweeping:user-lines @ all budgets")
+    assert "retention: mystrategies:sweeping: user-lines @ all budgets" in names
+    assert "retention: summary: user-lines @ all budgets" in names  # and ours, each against its own baseline
+    mine = next(c for c in verdict.cells if c.name == "retention: mystrategies:sweeping: user-lines @ all budgets")
     assert mine.comparison.n > 0 and set(mine.comparison.pairs["strategy"]) == {"mystrategies:sweeping"}
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..records.load import Run, failed
-from ..records.schema import BEHAVIOURS, METRICS
+from ..records.schema import BEHAVIOURS, METRICS, variant
 from .stats import PairedTest, paired_test
 
 PAIR_KEY = ["scenario", "fact", "budget", "strategy", "repeat"]
@@ -90,11 +90,12 @@ class Comparison:
         return paired_test(self.pairs["hit_a"], self.pairs["hit_b"], self.pairs["scenario"])
 
     @property
-    def recall_a(self) -> float:
+    def rate_a(self) -> float:
+        """Side a's rate on the paired units: recall, retention or fidelity, as `metric` says."""
         return self.test.mean_a
 
     @property
-    def recall_b(self) -> float:
+    def rate_b(self) -> float:
         return self.test.mean_b
 
     @property
@@ -203,18 +204,18 @@ def compare_variants(
 ) -> list[Comparison]:
     """Variant `a` of `run_a` against variant `b` of `run_b` (the same run, to compare two prompts),
     paired on every metric both measured. A variant is a prompt id of `strategy` (`seed`), a
-    strategy (`truncate`, `mymodule:compact`) or both (`summary:seed`); None: `strategy`'s only
+    strategy (`truncate`, `mymodule:compact`) or both (`summary:seed`, or as tables name it,
+    `summary: seed`); None: `strategy`'s only
     prompt. `names`: what a bad variant is blamed on (the command line's `--a`, `--b`)."""
     side_a, side_b = _variant(run_a, a, strategy, names[0]), _variant(run_b, b, strategy, names[1])
 
-    def label(side: str, variant: tuple[str, str | None]) -> str:
-        name = variant[1] if variant[0] == strategy else f"{variant[0]}:{variant[1]}" if variant[1] else variant[0]
-        return f"{side}:{name}" if name and name != strategy else side
+    def label(side: str, chosen: tuple[str, str | None]) -> str:
+        return f"{side} ({variant(*chosen)})"
 
-    def rows(run: Run, metric: str, variant: tuple[str, str | None]) -> pd.DataFrame:
+    def rows(run: Run, metric: str, chosen: tuple[str, str | None]) -> pd.DataFrame:
         data = run.rows(metric)
-        data = data[data["strategy"] == variant[0]]
-        return data[data["prompt"] == variant[1]] if variant[1] is not None else data
+        data = data[data["strategy"] == chosen[0]]
+        return data[data["prompt"] == chosen[1]] if chosen[1] is not None else data
 
     # Within one strategy units pair on the strategy too; across strategies on fact and budget.
     key = PAIR_KEY if side_a[0] == side_b[0] else VARIANT_KEY
@@ -238,8 +239,8 @@ def _variant(run: Run, spec: str | None, strategy: str, name: str) -> tuple[str,
     prompt = spec
     if spec is not None and spec in strategies:
         strategy, prompt = spec, None
-    elif spec and spec.rpartition(":")[0] in strategies:
-        strategy, _, prompt = spec.rpartition(":")
+    elif spec and spec.rpartition(":")[0] in strategies:  # "summary:seed", or as tables name it, "summary: seed"
+        strategy, prompt = spec.rpartition(":")[0], spec.rpartition(":")[2].strip()
     if strategy not in strategies:
         raise InputError(name, f"no strategy {strategy!r} in this run (it has: {', '.join(sorted(strategies))})")
     existing = run.prompts(strategy)

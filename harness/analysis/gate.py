@@ -43,7 +43,7 @@ from ..inputs.evalfile import GateSettings
 from ..records import Manifest, Run, load_run
 from ..records.folder import BASELINE_FILES
 from ..records.load import budget_order, failed, prompted, summaries
-from ..records.schema import METRICS
+from ..records.schema import METRICS, variant
 from .compare import Comparison, pair_units, sensitivity, units
 from .stats import MIN_CLUSTERS, minimum_detectable_drop
 
@@ -90,16 +90,11 @@ def decide(failures: Iterable[str], untested: str | None, guard: bool = False) -
     return Result(Outcome.PASS)
 
 
-def variant(strategy: str, prompt: str) -> str:
-    """How a gated variant is named: the prompt for our summary strategy, else strategy:prompt."""
-    return prompt if strategy == "summary" else f"{strategy}:{prompt}"
-
-
-@dataclass
+@dataclass(kw_only=True)
 class Cell:
     metric: str
-    prompt: str  # the gated variant (`variant`): a summary prompt, or a custom strategy's strategy:prompt
-    baseline_prompt: str
+    variant: str  # the gated variant, named as in every table (`schema.variant`: "summary: seed")
+    baseline_variant: str
     budget: str
     comparison: Comparison
     error_rate: float
@@ -119,7 +114,7 @@ class Cell:
     @property
     def name(self) -> str:
         of = f" of {self.kind}" if self.kind else ""
-        return f"{self.metric}{of}: {self.prompt} @ {self.scope}"
+        return f"{self.metric}{of}: {self.variant} @ {self.scope}"
 
     @property
     def result(self) -> Result:
@@ -177,8 +172,8 @@ def load_baseline(path: Path) -> Run:
 def baseline_prompts(baseline: Run) -> list[str]:
     """The baseline's summary prompts in its eval's order, the keeps-nothing control left out."""
     # A manifest without its prompts: whatever prompts the data holds.
-    listed = [p.id for p in baseline.about.prompts] or baseline.prompts()
-    return [p for p in listed if p != baseline.about.control_prompt]
+    listed = [p.id for p in baseline.manifest.prompts] or baseline.prompts()
+    return [p for p in listed if p != baseline.manifest.control_prompt]
 
 
 def resolve_against(prompt: str, baseline: Run, against: str | None) -> tuple[str, str]:
@@ -186,7 +181,7 @@ def resolve_against(prompt: str, baseline: Run, against: str | None) -> tuple[st
     of the same id, else the baseline's first prompt. Never the baseline's keeps-nothing control: a
     candidate that shares the control's name is compared with the first prompt, and says so.
     Checked before a candidate run starts."""
-    available, control = baseline_prompts(baseline), baseline.about.control_prompt
+    available, control = baseline_prompts(baseline), baseline.manifest.control_prompt
     if against:
         if against == control:
             raise CannotJudge(
@@ -266,7 +261,7 @@ def _metrics(baseline: Run, candidate: Run) -> list[str]:
 def sensitivity_problem(baseline: Run, alpha: float) -> str | None:
     """Why the baseline shows the model ignoring its summary prompt, or None when it does not
     (or when the baseline has no keeps-nothing control to tell)."""
-    control = baseline.about.control_prompt
+    control = baseline.manifest.control_prompt
     if not control or baseline.retention.empty:
         return None
     paired = [
@@ -281,7 +276,7 @@ def sensitivity_problem(baseline: Run, alpha: float) -> str | None:
         return None
     return (
         f"on this model the summary prompt barely matters: in the baseline the best prompt ({best.label_b}) "
-        f"retains {best.recall_b:.0%} against {best.recall_a:.0%} for the keeps-nothing control "
+        f"retains {best.rate_b:.0%} against {best.rate_a:.0%} for the keeps-nothing control "
         f"({best.test.describe()}); prompt changes cannot be judged on it: gate on a model that follows "
         "its summary prompt"
     )
@@ -290,22 +285,22 @@ def sensitivity_problem(baseline: Run, alpha: float) -> str | None:
 def _check_comparable(baseline: Run, candidate: Run) -> None:
     """Raise CannotJudge unless both runs are finished and measured the same model the same way."""
     for side, run in (("baseline", baseline), ("candidate", candidate)):
-        if run.about.unfinished:
+        if run.manifest.unfinished:
             raise CannotJudge(f"the {side} run is unfinished: resume it (`harness run EVAL --resume RUN_DIR`) first")
-    if baseline.about.model != candidate.about.model:
+    if baseline.manifest.model != candidate.manifest.model:
         raise CannotJudge(
-            f"the baseline was recorded on {baseline.about.model}, the candidate ran on "
-            f"{candidate.about.model}: gate against a baseline of the same model"
+            f"the baseline was recorded on {baseline.manifest.model}, the candidate ran on "
+            f"{candidate.manifest.model}: gate against a baseline of the same model"
         )
     settings: dict[str, Callable[[Manifest], object]] = {
         "sampling": lambda about: about.sampling,
         "summary layout": lambda about: about.setting("summary_layout"),
     }
     for setting, of in settings.items():
-        if of(baseline.about) != of(candidate.about):
+        if of(baseline.manifest) != of(candidate.manifest):
             raise CannotJudge(
-                f"the baseline was recorded with {setting} {of(baseline.about)!r}, the candidate ran "
-                f"with {of(candidate.about)!r}: they measure different models; record a new baseline"
+                f"the baseline was recorded with {setting} {of(baseline.manifest)!r}, the candidate ran "
+                f"with {of(candidate.manifest)!r}: they measure different models; record a new baseline"
             )
 
 
@@ -318,8 +313,8 @@ def _judge(cell: Cell, settings: GateSettings, kinds: int = 0) -> None:
     guard = cell.kind is not None
     max_drop, alpha = (settings.max_kind_drop, settings.alpha / kinds) if guard else (settings.max_drop, settings.alpha)
     drop, p = -comparison.difference, comparison.p_value
-    if not guard and comparison.recall_b < settings.floor:
-        cell.failures.append(f"{metric} {comparison.recall_b:.1%} is under the floor {settings.floor:.1%}")
+    if not guard and comparison.rate_b < settings.floor:
+        cell.failures.append(f"{metric} {comparison.rate_b:.1%} is under the floor {settings.floor:.1%}")
     if comparison.n and drop > max_drop and p is not None and p < alpha:
         cell.failures.append(
             f"{cell.kind} {metric} dropped {drop:.1%} (more than {max_drop:.1%}), significant: p = {p:.3g} < "
@@ -332,12 +327,12 @@ def _judge(cell: Cell, settings: GateSettings, kinds: int = 0) -> None:
     if not comparison.test.judged:
         under = "" if guard else f", under {MIN_CLUSTERS}"
         cell.untested = f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')}{under})"
-    elif guard and comparison.recall_a <= max_drop:
-        cell.untested = f"the baseline keeps {comparison.recall_a:.0%}, so it cannot lose more than {max_drop:.0%}"
-    elif guard and (cell.detectable_drop is None or cell.detectable_drop > comparison.recall_a):
+    elif guard and comparison.rate_a <= max_drop:
+        cell.untested = f"the baseline keeps {comparison.rate_a:.0%}, so it cannot lose more than {max_drop:.0%}"
+    elif guard and (cell.detectable_drop is None or cell.detectable_drop > comparison.rate_a):
         cell.untested = (
             f"detects {_detectable(cell.detectable_drop, '.0%')} at alpha {alpha:.3g}, not the baseline's "
-            f"{comparison.recall_a:.0%} it could lose: add scenarios"
+            f"{comparison.rate_a:.0%} it could lose: add scenarios"
         )
     elif not guard and (cell.detectable_drop is None or cell.detectable_drop > max_drop):
         cell.untested = (
@@ -355,7 +350,7 @@ def _detectable(drop: float | None, spec: str) -> str:
 def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str | None = None) -> Verdict:
     _check_comparable(baseline, candidate)
     verdict = Verdict([])
-    control = candidate.about.control_prompt
+    control = candidate.manifest.control_prompt
     for metric in _metrics(baseline, candidate):
         base, cand = units(prompted(baseline.rows(metric)), metric), units(prompted(candidate.rows(metric)), metric)
         if cand.empty:
@@ -378,13 +373,15 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
                         "the baseline does not cover this eval; record a new one"
                     )
                 cell = Cell(
-                    metric,
-                    name,
-                    base_name,
-                    budget,
-                    comparison,
-                    _errors(candidate, metric, strategy, prompt),
-                    minimum_detectable_drop(reference["value"], reference["scenario"], settings.alpha, settings.power),
+                    metric=metric,
+                    variant=name,
+                    baseline_variant=base_name,
+                    budget=budget,
+                    comparison=comparison,
+                    error_rate=_errors(candidate, metric, strategy, prompt),
+                    detectable_drop=minimum_detectable_drop(
+                        reference["value"], reference["scenario"], settings.alpha, settings.power
+                    ),
                     strategy=strategy,
                     prompt_id=prompt,
                     baseline_prompt_id=base_prompt,
@@ -399,14 +396,14 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
                 verdict.cells.append(cell)
                 if budget == ALL_BUDGETS:
                     verdict.kinds += kind_guards(theirs, mine, cell, settings)
-    for cell in {c.prompt: c for c in verdict.cells}.values():
+    for cell in {c.variant: c for c in verdict.cells}.values():
         before = _summaries(baseline, cell.strategy, cell.baseline_prompt_id)
         after = _summaries(candidate, cell.strategy, cell.prompt_id)
         verdict.checks += [
             check
             for check in (
-                size_check(before, after, cell.prompt, settings.max_summary_growth),
-                cap_check(before, after, cell.prompt, settings.max_cap_increase),
+                size_check(before, after, cell.variant, settings.max_summary_growth),
+                cap_check(before, after, cell.variant, settings.max_cap_increase),
             )
             if check is not None
         ]
@@ -427,13 +424,13 @@ def kind_guards(theirs: pd.DataFrame, mine: pd.DataFrame, overall: Cell, setting
         reference, rows = theirs[theirs["kind"] == kind], mine[mine["kind"] == kind]
         comparison = pair_units(reference, rows, overall.comparison.label_a, overall.comparison.label_b, overall.metric)
         guard = Cell(
-            overall.metric,
-            overall.prompt,
-            overall.baseline_prompt,
-            ALL_BUDGETS,
-            comparison,
-            overall.error_rate,
-            minimum_detectable_drop(reference["value"], reference["scenario"], alpha, settings.power),
+            metric=overall.metric,
+            variant=overall.variant,
+            baseline_variant=overall.baseline_variant,
+            budget=ALL_BUDGETS,
+            comparison=comparison,
+            error_rate=overall.error_rate,
+            detectable_drop=minimum_detectable_drop(reference["value"], reference["scenario"], alpha, settings.power),
             strategy=overall.strategy,
             prompt_id=overall.prompt_id,
             baseline_prompt_id=overall.baseline_prompt_id,

@@ -146,14 +146,14 @@ def budget_order(budget: str) -> tuple[bool, float]:
     return Budget(budget).sort_key()
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Run:
     """A run folder read once: its records, compactions, retention and manifest."""
 
     records: pd.DataFrame
     compactions: pd.DataFrame
     retention: pd.DataFrame
-    about: Manifest
+    manifest: Manifest
     turns: dict[str, list[str]] = field(default_factory=dict)  # per scenario; empty for older runs
     actions: pd.DataFrame = field(default_factory=pd.DataFrame)  # next-action rows; empty unless measured
     path: Path | None = None  # the folder it was read from
@@ -186,11 +186,11 @@ def load_run(run_dir: str | Path) -> Run:
         if isinstance(row, dict) and isinstance(row.get("turns"), list)
     }
     return Run(
-        load_records(run_dir),
-        load_compactions(run_dir),
-        load_retention(run_dir),
-        load_manifest(run_dir),
-        turns,
-        load_actions(run_dir),
-        Path(run_dir),
+        records=load_records(run_dir),
+        compactions=load_compactions(run_dir),
+        retention=load_retention(run_dir),
+        manifest=load_manifest(run_dir),
+        turns=turns,
+        actions=load_actions(run_dir),
+        path=Path(run_dir),
     )

@@ -69,7 +69,7 @@ def collateral_loss(run: Run) -> pd.DataFrame:
         return pd.DataFrame()
     compacted = set(compactions.loc[compactions["folded_messages"].fillna(0) > 0, "case"])
     ceiling = units(records[records["variant"] == CEILING], "recall")
-    alpha = manifest_settings(run.about).alpha
+    alpha = manifest_settings(run.manifest).alpha
     rows = {}
     for variant in variant_order(records["variant"].unique()):
         if variant in CONTROLS:
@@ -97,7 +97,7 @@ def _reading(c: Comparison, alpha: float) -> str:
 
 
 def comparison_table(run: Run) -> pd.DataFrame:
-    alpha = manifest_settings(run.about).alpha
+    alpha = manifest_settings(run.manifest).alpha
     rows = {}
     for c in paired_comparisons(run):
         t = c.test
@@ -126,7 +126,7 @@ def best_variant(run: Run) -> str | None:
     metric, by_variant = ranked(run)
     if not by_variant:
         return None
-    settings = manifest_settings(run.about)
+    settings = manifest_settings(run.manifest)
     alpha, power = settings.alpha, settings.power
     order = list(by_variant)
     best = order[0]
@@ -160,7 +160,7 @@ def describe(comparison: Comparison, flips: int = 20) -> str:
     if c.n == 0:
         return f"{c.metric}: {c.label_a} vs {c.label_b}: no paired units"
     lines = [
-        f"{c.metric}: {c.label_a}: {c.recall_a:.0%}   {c.label_b}: {c.recall_b:.0%}",
+        f"{c.metric}: {c.label_a}: {c.rate_a:.0%}   {c.label_b}: {c.rate_b:.0%}",
         f"difference ({c.label_b} - {c.label_a}): {c.test.describe()}; "
         f"{plural(len(c.lost), 'fact')} lost, {len(c.gained)} gained",
     ]
@@ -197,7 +197,7 @@ def recovery_arm(run: Run) -> pd.DataFrame:
     records = run.records
     if records.empty or not records["strategy"].str.endswith(RECOVERY).any():
         return pd.DataFrame()
-    alpha = manifest_settings(run.about).alpha
+    alpha = manifest_settings(run.manifest).alpha
     rows = {}
     for variant in variant_order(records.loc[records["strategy"].str.endswith(RECOVERY), "variant"].unique()):
         mine = records[records["variant"] == variant]

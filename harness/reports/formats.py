@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn
 
 
 def _headline(run: Run) -> str:
-    about = run.about
+    about = run.manifest
     played = f" (first {plural(turns, 'turn')} of each)" if (turns := about.setting("max_turns")) else ""
     scenarios = pd.concat([run.records["scenario"], run.retention["scenario"]]).nunique()
     partial = (
@@ -70,7 +70,7 @@ def text_report(run_dir: str | Path) -> str:
 
 def _title(run: Run) -> str:
     """What the run measured: recall needs probes; without them it measured what summaries retained."""
-    return f"Compaction {'recall' if not run.records.empty else 'retention'}: {run.about.name}"
+    return f"Compaction {'recall' if not run.records.empty else 'retention'}: {run.manifest.name}"
 
 
 def markdown_report(run_dir: str | Path) -> str:
@@ -99,7 +99,7 @@ def html_report(run_dir: str | Path) -> str:
 
 def _html(run: Run) -> str:
     e = html.escape
-    name = e(run.about.name)
+    name = e(run.manifest.name)
     sections = [f"<h1>{e(_title(run))}</h1>", *(f"<p>{e(line)}</p>" for line in _headline(run).splitlines())]
     for table, data in tables(run):
         sections += [f"<h2>{e(table.title)}</h2>", f'<div class="wide">{html_table(data)}</div>']
@@ -142,10 +142,10 @@ def run_index(runs: Path) -> pd.DataFrame:
         metric, units = ranked(run)
         best = next(iter(units), None)
         rows[folder.name] = {
-            "eval": run.about.name,
-            "model": run.about.model.split(":")[0],
-            "started": run.about.started or "",
-            "status": "unfinished" if run.about.unfinished else "finished",
+            "eval": run.manifest.name,
+            "model": run.manifest.model.split(":")[0],
+            "started": run.manifest.started or "",
+            "status": "unfinished" if run.manifest.unfinished else "finished",
             "probes": len(run.records),
             "retention checks": len(run.retention),
             "best": f"{best} {metric} {units[best]['value'].mean():.0%}" if best else "",

@@ -50,8 +50,8 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
             _cells_table(verdict.kinds),
         ]
     parts += [
-        f"Candidate `{c.prompt}` is compared with baseline `{c.baseline_prompt}` ({c.paired_because})."
-        for c in {c.prompt: c for c in verdict.cells}.values()
+        f"Candidate `{c.variant}` is compared with baseline `{c.baseline_variant}` ({c.paired_because})."
+        for c in {c.variant: c for c in verdict.cells}.values()
     ]
     if verdict.checks:
         parts.append(
@@ -72,7 +72,7 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
             lost = c.comparison.lost
             more = f"\n- ... and {len(lost) - LISTED} more (all in gate-junit.xml)" if len(lost) > LISTED else ""
             parts.append(
-                f"**Facts {c.prompt} kept less than the baseline ({c.metric}, {len(lost)})**\n\n"
+                f"**Facts {c.variant} kept less than the baseline ({c.metric}, {len(lost)})**\n\n"
                 + "\n".join(
                     f"- {r.scenario}/{r.fact} at {r.budget}: expected `{r.expected_a}`"
                     for r in lost.head(LISTED).itertuples()
@@ -99,7 +99,7 @@ def junit_xml(verdict: Verdict) -> str:
     )
     for c in cells:
         case = ET.SubElement(
-            suite, "testcase", classname=f"{c.metric}.{c.prompt}", name=f"{c.kind} @ {c.scope}" if c.kind else c.scope
+            suite, "testcase", classname=f"{c.metric}.{c.variant}", name=f"{c.kind} @ {c.scope}" if c.kind else c.scope
         )
         failure = _junit_result(case, c.result)
         if failure is not None:

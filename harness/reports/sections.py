@@ -56,12 +56,12 @@ def _with_records(build: Callable[[pd.DataFrame], pd.DataFrame]) -> Callable[[Ru
 def _retention_per_prompt(run: Run) -> pd.DataFrame:
     if run.retention.empty:
         return pd.DataFrame()
-    settings = manifest_settings(run.about)
+    settings = manifest_settings(run.manifest)
     return retention_per_prompt(run.retention, run.compactions, settings.alpha, settings.power)
 
 
 def _prompt_sensitivity(run: Run) -> pd.DataFrame:
-    control = run.about.control_prompt
+    control = run.manifest.control_prompt
     return (
         prompt_sensitivity(prompted(run.retention), control) if control and not run.retention.empty else pd.DataFrame()
     )
@@ -89,7 +89,7 @@ TABLES = [
     Table("Retention per prompt, and the smallest drop this run detects", _retention_per_prompt),
     Table(
         "Compression and cost per prompt",
-        lambda run: summary_costs(run.compactions, run.about.wave_seconds),
+        lambda run: summary_costs(run.compactions, run.manifest.wave_seconds),
         plot_summary_costs,
     ),
     Table("Prompt sensitivity: retention against the keeps-nothing control", _prompt_sensitivity),
@@ -108,7 +108,7 @@ TABLES = [
     Table(
         "Next-action fidelity: does the compacted agent take the step the full-history agent takes?",
         lambda run: (
-            next_action_fidelity(run.actions, manifest_settings(run.about).alpha)
+            next_action_fidelity(run.actions, manifest_settings(run.manifest).alpha)
             if not run.actions.empty
             else pd.DataFrame()
         ),
@@ -116,7 +116,7 @@ TABLES = [
     Table(
         "Behaviour at the cut: how often the next step goes against what the history says",
         lambda run: (
-            behaviour_at_the_cut(run.actions, manifest_settings(run.about).alpha)
+            behaviour_at_the_cut(run.actions, manifest_settings(run.manifest).alpha)
             if not run.actions.empty
             else pd.DataFrame()
         ),

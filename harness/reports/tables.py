@@ -294,15 +294,15 @@ def prompt_sensitivity(retention: pd.DataFrame, control: str) -> pd.DataFrame:
     comparisons = sensitivity(retention, control)
     rows = {
         f"summary: {prompt}": {
-            "retention": f"{c.recall_b:.0%}",
-            f"control ({control})": f"{c.recall_a:.0%}",
+            "retention": f"{c.rate_b:.0%}",
+            f"control ({control})": f"{c.rate_a:.0%}",
             "sensitivity": c.test.describe(),
         }
         for prompt, c in comparisons.items()
     }
     table = pd.DataFrame.from_dict(rows, orient="index")
     if comparisons:
-        best = max(comparisons, key=lambda prompt: comparisons[prompt].recall_b)
+        best = max(comparisons, key=lambda prompt: comparisons[prompt].rate_b)
         table = table.rename(index={f"summary: {best}": f"summary: {best} (best)"})
     return table
 
