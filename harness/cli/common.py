@@ -7,6 +7,7 @@ import argparse
 import re
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
@@ -91,45 +92,69 @@ def writable_folder(path: Path, flag: str) -> Path:
     return path
 
 
+def flag_help(description: str | None) -> str:
+    """A field's description as a flag's help: a phrase, with argparse's `%` escaped."""
+    text = (description or "").strip().rstrip(".")
+    return (text[:1].lower() + text[1:]).replace("%", "%%")
+
+
 def model_flags(parser: argparse.ArgumentParser, default: str | None) -> None:
-    parser.add_argument(
-        "--model",
-        default=default,
-        help="an embedded model: qwen2.5-coder-1.5b (the default, also 'local') or smollm2-135m (fast, "
-        "ignores summary prompts; `harness models` lists them); a .gguf path; a claude-... name; "
-        "or a name for --base-url",
-    )
-    parser.add_argument("--base-url", help="an Anthropic-compatible server (llama-server, Ollama, a proxy)")
+    from ..inputs.evalfile import EvalFile
+
+    parser.add_argument("--model", default=default, help=flag_help(EvalFile.model_fields["model"].description))
+    parser.add_argument("--base-url", help=flag_help(EvalFile.model_fields["base_url"].description))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalFlag:
+    """A flag that overrides one field of the eval file (`EvalFile`); its help is the field's
+    description, so the file's reference and the command line say the same."""
+
+    field: str
+    flag: str
+    options: dict[str, Any]  # how argparse reads it (its action, type, metavar)
+    given: Callable[[Any], Any] = lambda value: value  # the flag's value as the field's; None: not given
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+    def add(self, parser: argparse.ArgumentParser) -> None:
+        from ..inputs.evalfile import EvalFile
+
+        repeatable = "; repeatable" if self.options.get("action") == "append" else ""
+        about = flag_help(EvalFile.model_fields[self.field].description)
+        parser.add_argument(self.flag, **self.options, help=f"{about} (overrides the eval's {self.field}{repeatable})")
+
+
+# Every override of an eval file from the command line. `--model` and `--base-url` come from
+# `model_flags` (other commands take them too); `--batch` only where a run is made.
+EVAL_OVERRIDES = (
+    EvalFlag(field="prompts", flag="--prompt", options={"action": "append", "metavar": "FILE"}),
+    EvalFlag(field="budgets", flag="--budget", options={"action": "append"}),
+    EvalFlag(field="repeats", flag="--repeats", options={"type": at_least(1), "metavar": "N"}),
+    EvalFlag(field="scenario_ids", flag="--scenario", options={"action": "append", "metavar": "ID"}),
+    EvalFlag(field="prompt_ids", flag="--prompt-id", options={"action": "append", "metavar": "ID"}),
+    EvalFlag(field="limit", flag="--limit", options={"type": at_least(1), "metavar": "N"}),
+    EvalFlag(
+        field="probes", flag="--no-probes", options={"action": "store_true"}, given=lambda off: False if off else None
+    ),
+)
+MODEL_OVERRIDE = EvalFlag(field="model", flag="--model", options={})
+BATCH_OVERRIDE = EvalFlag(
+    field="batch", flag="--batch", options={"action": "store_true"}, given=lambda on: True if on else None
+)
+
+ALL_OVERRIDES = (MODEL_OVERRIDE, BATCH_OVERRIDE, *EVAL_OVERRIDES)
+EVAL_FLAGS = {f.field: f.flag for f in ALL_OVERRIDES}  # a bad value is blamed on its flag
 
 
 def eval_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> None:
     """The eval to run and the part of it to run."""
     parser.add_argument("eval", nargs=None if eval_required else "?", help="an eval file, e.g. evals/smoke.yaml")
-    parser.add_argument(
-        "--prompt",
-        action="append",
-        metavar="FILE",
-        help="run against this summary prompt instead of the eval's (repeatable): a file, or a shipped "
-        "prompt's name (seed, facts-first, ...)",
-    )
     model_flags(parser, None)
-    parser.add_argument("--budget", action="append", help="override the budgets (repeatable): 1200 or 40%%")
-    parser.add_argument(
-        "--repeats",
-        type=at_least(1),
-        metavar="N",
-        help="override how many times each case is played (samples only above temperature 0)",
-    )
-    parser.add_argument("--scenario", action="append", metavar="ID", help="run only this scenario (repeatable)")
-    parser.add_argument(
-        "--prompt-id", action="append", metavar="ID", help="run only this summary prompt of the eval (repeatable)"
-    )
-    parser.add_argument("--limit", type=at_least(1), metavar="N", help="run only the first N cases of the plan")
-    parser.add_argument(
-        "--no-probes",
-        action="store_true",
-        help="measure summary retention only, without probe questions (several times cheaper)",
-    )
+    for override in EVAL_OVERRIDES:
+        override.add(parser)
     parser.add_argument("--results", default="results", help="where runs/, cache/ and baselines/ live")
     parser.add_argument("--no-cache", action="store_true", help="do not reuse or store model responses")
 
@@ -150,44 +175,13 @@ def run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> No
         metavar="N",
         help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)",
     )
-    parser.add_argument(
-        "--batch",
-        action="store_true",
-        help="send the requests in waves on the Message Batches API (Claude, or a --base-url "
-        "serving /v1/messages/batches): half price, results within 24 hours",
-    )
+    BATCH_OVERRIDE.add(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-# The flag behind each of `read_eval`'s overrides, so that a bad value is blamed on the flag.
-EVAL_FLAGS = {
-    "prompts": "--prompt",
-    "model": "--model",
-    "budgets": "--budget",
-    "repeats": "--repeats",
-    "probes": "--no-probes",
-    "scenario_ids": "--scenario",
-    "prompt_ids": "--prompt-id",
-    "limit": "--limit",
-    "batch": "--batch",
-}
 
 
 def load_eval_of(args: argparse.Namespace, control: bool = True, **extra: Any) -> Eval:
     """The eval a command line names, with its flags applied (`eval_flags`)."""
     from ..execution.evals import load_eval
 
-    return load_eval(
-        args.eval,
-        prompts=args.prompt,
-        model=args.model,
-        budgets=args.budget,
-        repeats=args.repeats,
-        probes=False if args.no_probes else None,
-        control=control,
-        scenario_ids=args.scenario,
-        prompt_ids=args.prompt_id,
-        limit=args.limit,
-        flags=EVAL_FLAGS,
-        **extra,
-    )
+    given = {f.field: f.given(getattr(args, f.dest)) for f in ALL_OVERRIDES if hasattr(args, f.dest)}
+    return load_eval(args.eval, control=control, flags=EVAL_FLAGS, **given, **extra)

@@ -9,13 +9,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, describe_error, plural
+from ..inputs.evalfile import GateSettings
 
 if TYPE_CHECKING:
     from ..execution.evals import Eval
-    from ..inputs.evalfile import GateSettings
     from ..records.manifest import Manifest
 
-from .common import EXIT_ERROR, EXIT_OK, Commands, eval_flags, load_eval_of, price, run_flags, writable_folder
+from .common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    Commands,
+    eval_flags,
+    flag_help,
+    load_eval_of,
+    price,
+    run_flags,
+    writable_folder,
+)
 
 
 def run_eval_of(args: argparse.Namespace, control: bool = True) -> tuple[Eval, Path]:
@@ -23,7 +33,7 @@ def run_eval_of(args: argparse.Namespace, control: bool = True) -> tuple[Eval, P
     `control`: also run the eval's keeps-nothing control prompt (a gate reads the baseline's)."""
     from ..execution.executors import execute
 
-    ev = load_eval_of(args, control=control, batch=args.batch)
+    ev = load_eval_of(args, control=control)
     if ev.spec.repeats > ev.repeats:
         print(
             f"warning: {ev.spec.repeats} repeats at temperature 0 would be copies of one answer; collapsed to 1 "
@@ -74,8 +84,7 @@ def gate_settings(args: argparse.Namespace, about: Manifest) -> GateSettings:
 
     from ..analysis.gate import manifest_settings
 
-    names = ("max_drop", "max_kind_drop", "alpha", "floor", "max_error_rate", "max_summary_growth", "max_cap_increase")
-    given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    given = {name: getattr(args, name) for name in GateSettings.model_fields if getattr(args, name) is not None}
     try:
         return manifest_settings(about, **given)
     except ValidationError as exc:
@@ -241,33 +250,13 @@ def register(commands: Commands) -> None:
         metavar="PROMPT",
         help="the baseline prompt to compare with (default: the prompt of the same id, else the baseline's first)",
     )
-    gate.add_argument(
-        "--max-drop",
-        type=float,
-        help="fail when retention or recall drops more than this share, significantly (default 0.05)",
-    )
-    gate.add_argument(
-        "--max-kind-drop",
-        type=float,
-        help="fail when one kind of fact's rate drops more than this, "
-        "significantly at alpha over the kinds (default 0.25)",
-    )
-    gate.add_argument("--alpha", type=float, help="significance level of the paired test over scenarios (default 0.05)")
-    gate.add_argument("--floor", type=float, help="fail when retention or recall falls under this (default 0)")
-    gate.add_argument(
-        "--max-error-rate", type=float, help="cannot judge when more units than this failed with errors (default 0.1)"
-    )
-    gate.add_argument(
-        "--max-summary-growth",
-        type=float,
-        help="fail when median summary tokens grow more than this share over the baseline's (default 0.25)",
-    )
-    gate.add_argument(
-        "--max-cap-increase",
-        type=float,
-        help="fail when the share of summaries stopping at their token "
-        "cap rises more than this over the baseline's (default 0.1)",
-    )
+    for name, field in GateSettings.model_fields.items():  # each threshold of the eval's `gate:`
+        gate.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=float,
+            metavar="X",
+            help=f"{flag_help(field.description)} (overrides the eval's gate.{name}; default {field.default})",
+        )
     gate.set_defaults(handler=cmd_gate)
 
     baseline = commands.add_parser("baseline", help="record a finished run as the baseline the gate compares with")

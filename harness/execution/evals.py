@@ -39,13 +39,18 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
     and bind its strategies; an unknown or unusable strategy is an error located in the file."""
     source = read_eval(path, **overrides)
     spec, doc = source.spec, source.doc
-    if spec.summary_layout is None:  # resolved here, so the manifest records what was run
-        spec.summary_layout = default_summary_layout(spec.model, spec.base_url)
     local = is_local(spec.model, spec.base_url)
     skipped = list(spec.claude_strategies) if local else []
     listed = list(spec.strategies)
-    if not local:  # the manifest records what runs
-        spec.strategies += [name for name in spec.claude_strategies if name not in spec.strategies]
+    # Resolved here, on a copy of the settings as read, so the manifest records what runs: the
+    # summary layout, and Claude's strategies where the model is not the embedded one.
+    spec = spec.model_copy(
+        update={
+            "summary_layout": spec.summary_layout or default_summary_layout(spec.model, spec.base_url),
+            "strategies": listed + ([] if local else [s for s in spec.claude_strategies if s not in listed]),
+        }
+    )
+    source = replace(source, spec=spec)
     for i, name in enumerate(spec.claude_strategies):
         if name not in STRATEGIES:
             raise doc.error(

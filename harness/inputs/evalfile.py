@@ -79,9 +79,11 @@ class GateSettings(BaseModel):
     """When `harness gate` fails a candidate; flags override each value."""
 
     model_config = ConfigDict(extra="forbid")
-    max_drop: StrictFloat = Field(default=0.05, ge=0, le=1, description="Largest tolerated drop in recall.")
+    max_drop: StrictFloat = Field(
+        default=0.05, ge=0, le=1, description="Largest tolerated drop in retention or recall (if significant)."
+    )
     alpha: StrictFloat = Field(default=0.05, gt=0, lt=1, description="Significance level of the paired test.")
-    floor: StrictFloat = Field(default=0.0, ge=0, le=1, description="Recall under this fails outright.")
+    floor: StrictFloat = Field(default=0.0, ge=0, le=1, description="Retention or recall under this fails outright.")
     max_kind_drop: StrictFloat = Field(
         default=0.25,
         ge=0,
@@ -180,7 +182,7 @@ class EvalFile(BaseModel):
     model: str = Field(
         default="local",
         description="An embedded model (qwen2.5-coder-1.5b, the default, also called "
-        "local; smollm2-135m: fast, ignores summary prompts), a .gguf path, "
+        "local; smollm2-135m: fast, ignores summary prompts; `harness models` lists them), a .gguf path, "
         "claude-..., or a name for base_url.",
     )
     base_url: str | None = Field(default=None, description="Another Anthropic-compatible server.")
@@ -227,7 +229,11 @@ class EvalFile(BaseModel):
         description="Settings for a strategy that takes them, by its name as listed under strategies "
         "(for example Inspect AI's `keep_tool_uses`): which ones each takes is in docs/frameworks.md.",
     )
-    repeats: StrictInt = Field(default=1, ge=1)
+    repeats: StrictInt = Field(
+        default=1,
+        ge=1,
+        description="How many times each case is played (independent samples only above temperature 0).",
+    )
     temperature: StrictFloat = Field(default=0.0, ge=0, le=2)
     summary_max_tokens: StrictInt = Field(default=512, ge=1)
     summary_transcript_chars: StrictInt | None = Field(
@@ -258,7 +264,8 @@ class EvalFile(BaseModel):
     )
     probes: bool = Field(
         default=True,
-        description="false: measure summary retention only, with no probe questions (several times cheaper).",
+        description="Ask the probe questions (recall); false (--no-probes) measures summary retention only, "
+        "several times cheaper.",
     )
     control_prompt: str | None = Field(
         default=None,
@@ -354,23 +361,21 @@ def _chosen(
 def read_eval(
     path: str | Path,
     *,
-    prompts: list[str] | None = None,
-    model: str | None = None,
-    budgets: list[str | int | Budget] | None = None,
-    repeats: int | None = None,
-    probes: bool | None = None,
     control: bool = True,
-    scenario_ids: list[str] | None = None,
-    prompt_ids: list[str] | None = None,
-    limit: int | None = None,
-    batch: bool | None = None,
     prices: dict[str, float] | None = None,
     flags: dict[str, str] | None = None,
+    **overrides: Any,
 ) -> EvalSource:
-    """Read and check an eval file; keyword arguments are command-line overrides. `control`: False
-    leaves out the keeps-nothing control prompt (a gate's candidate run needs only the baseline's).
-    `flags`: the command-line flag each override came from (`{"budgets": "--budget"}`), which a bad
-    value is blamed on; an override without one is blamed on its keyword."""
+    """Read and check an eval file. `overrides`: fields of the file (`EvalFile`) set from the command
+    line or the API (`budgets=["40%"]`; None: not given), applied to a copy of what the file says.
+    `control`: False leaves out the keeps-nothing control prompt (a gate's candidate run needs only
+    the baseline's). `prices`: override the file's prices one by one. `flags`: the command-line flag
+    each override came from (`{"budgets": "--budget"}`), which a bad value is blamed on; an override
+    without one is blamed on its keyword."""
+    unknown = sorted(set(overrides) - set(EvalFile.model_fields))
+    if unknown:
+        raise TypeError(f"read_eval() got overrides that are no eval setting: {', '.join(unknown)}")
+    given = {k: v for k, v in overrides.items() if v is not None}
 
     def blame(field: str) -> str:
         return (flags or {}).get(field, f"{field}=")
@@ -378,29 +383,13 @@ def read_eval(
     doc = load_yaml(path)
     if not isinstance(doc.data, dict):
         raise InputError(path, "an eval is a mapping with name, scenarios and budgets", 1)
-    overrides = {
-        k: v
-        for k, v in dict(
-            prompts=prompts,
-            model=model,
-            budgets=budgets,
-            repeats=repeats,
-            probes=probes,
-            scenario_ids=scenario_ids,
-            prompt_ids=prompt_ids,
-            limit=limit,
-            batch=batch or None,
-        ).items()
-        if v is not None
-    }
-    if prices:  # flags override the file's prices one by one
+    if prices:
         written = doc.data.get("prices")
-        doc.data["prices"] = {**(written if isinstance(written, dict) else {}), **prices}
-    doc.data.update(overrides)
+        given["prices"] = {**(written if isinstance(written, dict) else {}), **prices}
     try:
-        spec = doc.validate(EvalFile)
+        spec = doc.validate(EvalFile, overrides=given)
     except InputError as error:
-        if error.loc and error.loc[0] in overrides:  # the flag's value is wrong, not the file
+        if error.loc and error.loc[0] in given:  # the flag's value is wrong, not the file
             raise InputError(blame(str(error.loc[0])), error.message) from None
         raise
     base = doc.path.parent
@@ -421,12 +410,17 @@ def read_eval(
             raise InputError(p, f"scenario id {scenario.id!r} is also used by {seen[scenario.id]}", None, "id")
         seen[scenario.id] = p
     chosen = _chosen(
-        doc, "scenario_ids", "scenario", spec.scenario_ids, list(seen), blame("scenario_ids") if scenario_ids else None
+        doc,
+        "scenario_ids",
+        "scenario",
+        spec.scenario_ids,
+        list(seen),
+        blame("scenario_ids") if "scenario_ids" in given else None,
     )
     scenarios = [s for s in scenarios if s.id in chosen]
 
-    if prompts is not None:  # flags: relative to where the user stands, and blamed on the flag
-        loaded = [_read_prompt(p, Path.cwd(), blame("prompts"), None, "") for p in prompts]
+    if "prompts" in given:  # flags: relative to where the user stands, and blamed on the flag
+        loaded = [_read_prompt(p, Path.cwd(), blame("prompts"), None, "") for p in spec.prompts]
     else:
         loaded = [
             _read_prompt(p, base, doc.path, doc.line_of(("prompts", i)), f"prompts[{i}]")
@@ -448,7 +442,7 @@ def read_eval(
         "prompt",
         spec.prompt_ids,
         [i for i in ids if i != (kept and kept.id)],
-        blame("prompt_ids") if prompt_ids else None,
+        blame("prompt_ids") if "prompt_ids" in given else None,
     )
     loaded = [p for p in loaded if p.id in chosen or p.id == (kept and kept.id)]
     return EvalSource(spec, doc.path, doc, scenarios, loaded, kept.id if kept else None)

@@ -45,11 +45,14 @@ class LocatedYaml:
     def error(self, loc: Loc, message: str) -> InputError:
         return InputError(self.path, message, self.line_of(loc), format_loc(loc), loc)
 
-    def validate(self, model: type[BaseModel], loc: Loc = ()) -> Any:
-        """Validate `data` at `loc` against a pydantic model, raising the first error located."""
+    def validate(self, model: type[BaseModel], loc: Loc = (), overrides: dict[str, Any] | None = None) -> Any:
+        """Validate `data` at `loc` against a pydantic model, raising the first error located.
+        `overrides`: keys that replace the document's (a copy: the document stays as read)."""
         data = self.data
         for key in loc:
             data = data[key]
+        if overrides:
+            data = {**data, **overrides}
         try:
             return model.model_validate(data)
         except ValidationError as exc:
