@@ -40,7 +40,7 @@ def test_copies_of_a_fact_add_no_evidence():
 def test_fewer_than_five_clusters_give_no_interval_and_no_p():
     test = paired_test([1, 1, 1, 1], [0, 0, 1, 0], ["s1", "s1", "s2", "s2"])
     assert test.difference == pytest.approx(-0.75)
-    assert not test.judged and test.low is None and test.p_value is None
+    assert test.judgement is None and test.low is None and test.p_value is None
     assert "too few clusters" in test.describe()
 
 

@@ -324,7 +324,7 @@ def _judge(cell: Cell, settings: GateSettings, kinds: int = 0) -> None:
         )
     if guard and cell.failures:
         return
-    if not comparison.test.judged:
+    if comparison.test.judgement is None:
         under = "" if guard else f", under {MIN_CLUSTERS}"
         cell.untested = f"too few scenarios to test ({plural(comparison.test.clusters, 'scenario')}{under})"
     elif guard and comparison.rate_a <= max_drop:

@@ -17,7 +17,7 @@ or compactions), nor are the facts of one conversation (they share its summaries
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -94,7 +94,7 @@ class Judgement:
     p_value: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PairedTest:
     """B minus A on paired units, tested over clusters."""
 
@@ -102,33 +102,32 @@ class PairedTest:
     mean_b: float
     pairs: int
     clusters: int
-    low: float | None = None  # None: too few clusters for an interval or a p-value
-    high: float | None = None
-    p_value: float | None = None
+    judgement: Judgement | None = None  # None: too few clusters for an interval or a p-value
 
     @property
     def difference(self) -> float:
         return self.mean_b - self.mean_a
 
     @property
-    def judged(self) -> bool:
-        return self.p_value is not None
+    def low(self) -> float | None:
+        return self.judgement.low if self.judgement else None
 
     @property
-    def judgement(self) -> Judgement | None:
-        """The interval and p-value, typed as present; None when too few clusters to judge."""
-        if self.low is None or self.high is None or self.p_value is None:
-            return None
-        return Judgement(self.low, self.high, self.p_value)
+    def high(self) -> float | None:
+        return self.judgement.high if self.judgement else None
+
+    @property
+    def p_value(self) -> float | None:
+        return self.judgement.p_value if self.judgement else None
 
     def describe(self) -> str:
-        if not self.judged:
+        if (judged := self.judgement) is None:
             return (
                 f"{self.difference:+.1%} on {plural(self.pairs, 'pair')} in {plural(self.clusters, 'cluster')}: "
                 f"too few clusters (under {MIN_CLUSTERS}) for an interval or a test"
             )
         return (
-            f"{self.difference:+.1%} (95% CI {self.low:+.1%} to {self.high:+.1%}; p = {self.p_value:.3g}; "
+            f"{self.difference:+.1%} (95% CI {judged.low:+.1%} to {judged.high:+.1%}; p = {judged.p_value:.3g}; "
             f"{plural(self.pairs, 'pair')} in {plural(self.clusters, 'cluster')})"
         )
 
@@ -142,20 +141,19 @@ def paired_test(a: pd.Series, b: pd.Series, clusters: pd.Series, confidence: flo
     sums = _cluster_sums(after - before, clusters)
     n, k = int(sums["size"].sum()), len(sums)
     if n == 0:
-        return PairedTest(float("nan"), float("nan"), 0, 0)
-    result = PairedTest(float(before.mean()), float(after.mean()), n, k)
+        return PairedTest(mean_a=float("nan"), mean_b=float("nan"), pairs=0, clusters=0)
+    result = PairedTest(mean_a=float(before.mean()), mean_b=float(after.mean()), pairs=n, clusters=k)
     if k < MIN_CLUSTERS:
         return result
     difference = float(sums["sum"].sum() / n)
     residuals = sums["sum"] - difference * sums["size"]
     se = math.sqrt(k / (k - 1) * float((residuals**2).sum())) / n
     if se == 0:  # every cluster moved by exactly the same share: no noise at all
-        p = 1.0 if difference == 0 else 0.0
-        return PairedTest(result.mean_a, result.mean_b, n, k, difference, difference, p)
+        return replace(result, judgement=Judgement(difference, difference, 1.0 if difference == 0 else 0.0))
     quantile = scipy_stats.t.ppf(0.5 + confidence / 2, k - 1)
     p = float(2 * scipy_stats.t.sf(abs(difference / se), k - 1))
     low, high = max(difference - quantile * se, -1.0), min(difference + quantile * se, 1.0)
-    return PairedTest(result.mean_a, result.mean_b, n, k, low, high, p)
+    return replace(result, judgement=Judgement(low, high, p))
 
 
 def minimum_detectable_drop(values: pd.Series, clusters: pd.Series, alpha: float, power: float) -> float | None:

@@ -20,13 +20,14 @@ from ..records.schema import CEILING, CONTROLS, METRICS, RECOVERY
 def test_cells(t: PairedTest, difference: str, digits: str, untested: str) -> dict[str, str]:
     """The columns of one paired test: B minus A with its 95% interval (or why there is none), p,
     and pairs in scenarios. `digits`: the format of a share, such as ".1%"."""
+    judged = t.judgement
     return {
         difference: (
-            f"{t.difference:+{digits}} ({t.low:+{digits}} to {t.high:+{digits}})"
-            if t.judged
+            f"{t.difference:+{digits}} ({judged.low:+{digits}} to {judged.high:+{digits}})"
+            if judged
             else f"{t.difference:+{digits}} ({untested})"
         ),
-        "p": f"{t.p_value:.3g}" if t.judged else "n/a",
+        "p": f"{judged.p_value:.3g}" if judged else "n/a",
         "pairs (scenarios)": f"{t.pairs} ({t.clusters})",
     }
 
