@@ -31,8 +31,9 @@ def _slow_tests_are_marked(request, monkeypatch):
 
         return refused
 
-    if not request.node.get_closest_marker("e2e"):
+    starts_a_model = request.node.get_closest_marker("e2e") is not None
+    if not starts_a_model:
         monkeypatch.setattr(backends, "local_server", refuse("starts an embedded model", "e2e"))
-    if not request.node.get_closest_marker("e2e") and not request.node.get_closest_marker("slow"):
+    if not starts_a_model and not request.node.get_closest_marker("slow"):
         monkeypatch.setattr(subprocess.Popen, "__init__", refuse("starts a process", "slow"))
         monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("starts a process", "slow"))
