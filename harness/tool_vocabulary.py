@@ -1,11 +1,12 @@
 """The one vocabulary of agents' tools, shared by everything that reads a tool call: the action keys
-(`actions`), the facts derived from a log (`sources.importers.derive`), and what a session's calls
-did (`sources.trail`, which the behaviour checks and the audit read). Tool names are compared in
+(`actions`), what one call did (`sources.tool_effects`: derivation reads it), and what a session's
+calls did (`sources.trail`, which the behaviour checks and the audit read). Tool names are compared in
 lower case; a name that is in no set here is read by its input's keys alone."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # Tools that run a shell command (their input's command key holds it), as agent frameworks name them.
 SHELL_TOOLS = frozenset(
@@ -47,3 +48,9 @@ def patched_files(text: str) -> list[str]:
     found = [(m.start(), m[1]) for m in PATCH_FILE.finditer(text)]
     found += [(m.start(), m[1] or m[2]) for m in DIFF_FILE.finditer(text)]
     return list(dict.fromkeys(name for _, name in sorted(found)))
+
+
+def command_line(arguments: dict[str, Any]) -> str | None:
+    """The command line a shell-like call's input holds, as logged, or None."""
+    line = arguments.get("command") or arguments.get("cmd")
+    return line if isinstance(line, str) else None

@@ -287,7 +287,7 @@ def test_a_contrast_rule_a_relative_read_and_a_last_line_complaint_are_each_foun
     ],
 )
 def test_a_rule_said_as_a_contrast_forbids_the_tool_named_second(said, forbidden):
-    from harness.sources.importers.derive import prohibitions
+    from harness.sources.rules import prohibitions
     from harness.sources.trail import forbids
 
     assert any(forbidden in forbids(obj, verb)[1] for verb, obj in prohibitions(said))

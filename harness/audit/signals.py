@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 from ..actions import of_call
 from ..records.audit import Compaction, Occurrence, Timeline
-from ..sources.importers.derive import lifts, prohibitions
 from ..sources.importers.redact import redact_text
 from ..sources.importers.session import PLACEHOLDERS, Call, Session, person_said
+from ..sources.rules import lifts, prohibitions
 from ..sources.trail import Trail, breaks, failed, forbids, read_key, touches
 
 _REMINDER = re.compile(

@@ -24,8 +24,8 @@ from ..actions import Action, path
 from ..inputs.probes import Probe
 from ..inputs.scenario import Scenario
 from ..records.schema import Behaviour
-from ..sources.importers.derive import plan_of
 from ..sources.importers.session import Call
+from ..sources.tool_effects import plan_of
 from ..sources.trail import Trail, breaks, forbids, read_key, same_attempt, touches
 
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..actions import of_call, path, programs, target
-from ..tool_vocabulary import EDIT_TOOLS, READ_TOOLS, SHELL_TOOLS
-from .importers.derive import applied, plan_of, took_effect, written_files
+from ..tool_vocabulary import EDIT_TOOLS, READ_TOOLS, SHELL_TOOLS, command_line
 from .importers.session import Call
+from .tool_effects import applied, plan_of, took_effect, written_files
 
 _READS = re.compile(  # a shell line that prints one file, with the part it prints: sed's range, head's count
     r"^\s*(?:cat|less|more|bat|nl|sed -n (\S+)|(?:head|tail)(?:\s+-n)?(?:\s+(-?\d+))?)"
@@ -42,11 +42,6 @@ def forbids(rule: str, verb: str = "") -> tuple[set[str], set[str]]:
     if len(words) == 1 or (words and verb.lower() in _RUNS):
         return set(), {words[0].strip("`'\"").lower()}
     return set(), set()
-
-
-def command_line(arguments: dict[str, Any]) -> str | None:
-    line = arguments.get("command") or arguments.get("cmd")
-    return line if isinstance(line, str) else None
 
 
 def read_key(tool: str, arguments: dict[str, Any]) -> tuple[str, str] | None:

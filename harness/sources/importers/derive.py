@@ -23,13 +23,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any, Protocol
 
 from ...messages import strings_in
 from ...scoring.matchers import mentions
 from ...scoring.normalize import distinctive
-from ...tool_vocabulary import EDIT_TOOLS, PATH_KEYS, SHELL_TOOLS, patched_files
+from ...tool_vocabulary import PATH_KEYS, SHELL_TOOLS
+from ..rules import lifts, prohibitions
+from ..tool_effects import PLAN_PROBE, applied, command_of, first_line, plan_of, took_effect, written_files
 from .redact import MARK
 from .session import PLACEHOLDERS, Call, Session, Step, TurnOf, layout, person_said
 
@@ -41,10 +42,6 @@ class Plant(Protocol):
     def __call__(self, turn: int, fact: dict[str, Any], where: str | None = None) -> bool: ...
 
 
-_WRITES = re.compile(
-    r"(?:>>?|\btee(?:\s+-a)?)\s+([\w./-]+\.\w+)|\b(?:sed\s+-i\S*|rm|touch|truncate)\s+(?:-\S+\s+)*"
-    r"(?:'[^']*'\s+|\"[^\"]*\"\s+)?([\w./-]+\.\w+)"
-)
 _EXCEPTION = re.compile(
     r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Failure|Warning))(?::\s*(.+))?\s*$", re.MULTILINE
 )
@@ -60,19 +57,6 @@ _TEST_SUMMARY = re.compile(
     r"|^DONE \d+ tests?(?:, \d+ skipped)?, (\d+) failures?\b.*$",
     re.MULTILINE,
 )
-_PROHIBITION = re.compile(
-    r"\b(?:don'?t|do not|never|must not|mustn'?t|avoid)\s+(?:(?:ever|just|simply|really|"
-    r"actually|try to|attempt to)\s+)*(\w+)\s+((?:[^.!?;:,\n]|\.(?=\w)){3,80})",
-    re.IGNORECASE,
-)
-# A rule said as a contrast forbids what it names second: "use httpie, not curl", "rg instead of grep",
-# "prefer pnpm over npm": (verb, the thing not to use).
-_CONTRAST_RULE = re.compile(
-    r"\b(use|run|call|prefer|try)\s+(?:the\s+)?[\w./@+-]+(?:\s+\w+){0,2}?,?\s+"
-    r"(?:not|instead of|rather than|over|in place of)\s+(?:the\s+)?([\w./@+-]*[\w@+])",
-    re.IGNORECASE,
-)
-_NOT_AN_OBJECT = re.compile(r"^(?:it|this|that|them|these|those|so|anything|any|yourself|me|you)\b", re.IGNORECASE)
 _PATH_LIKE = re.compile(
     r"[\w.-]*/[\w./-]+\.\w+|[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|c|h|cpp|md|json|ya?ml|toml|cfg|"
     r"ini|txt|sh|html|css|sql)\b"
@@ -117,15 +101,6 @@ def _calls(turns: list[TurnOf]) -> Iterator[tuple[int, Call]]:
     for t, where in enumerate(turns):
         for call in where.step.calls if where.step else []:
             yield t, call
-
-
-def _command(call: Call) -> str:
-    """The command a shell-like call ran, as logged, or ''."""
-    return str(call.input.get("command") or call.input.get("cmd") or "")
-
-
-def _first_line(command: str) -> str:
-    return command.splitlines()[0] if command else ""
 
 
 def turn_text(session: Session, where: TurnOf) -> str:
@@ -238,52 +213,6 @@ def _tests(turns: list[TurnOf], texts: list[str], plant: Plant) -> None:
             return
 
 
-def written_files(call: Call) -> list[str]:
-    """The files a tool call created, changed or removed, as it names them."""
-    name = call.tool.lower()
-    found = []
-    if name in EDIT_TOOLS:
-        found += [str(call.input[k]) for k in PATH_KEYS if isinstance(call.input.get(k), str)]
-    text = " ".join(str(v) for v in call.input.values() if isinstance(v, str))
-    found += patched_files(text)
-    if name in SHELL_TOOLS:
-        command = _command(call) or text
-        first_line = _first_line(command)
-        if name == "swe_agent" and first_line.split()[:1] == ["create"]:
-            found += first_line.split()[1:2]
-        found += [a or b for a, b in _WRITES.findall(command)]
-    return found
-
-
-# What edit tools answer when they refused a change: SWE-agent's lint check, Claude Code's Edit and
-# Write, str_replace editors, patch tools. A refused write changed nothing.
-_REFUSED = re.compile(
-    r"Your proposed edit has introduced new syntax error|^Error:|No replacement was performed|"
-    r"String to replace not found|File has not been read yet|old_str .* did not appear|"
-    r"patch (?:does not apply|failed)|Failed to apply patch",
-    re.IGNORECASE | re.MULTILINE,
-)
-
-
-@lru_cache(maxsize=1024)
-def refused(result: str) -> bool:
-    """A tool's answer refuses the change (cached: a call's result is asked about several times)."""
-    return bool(_REFUSED.search(result))
-
-
-def applied(call: Call) -> bool:
-    """The call's change happened: its result is no error and no refusal of the edit."""
-    return not call.is_error and not refused(call.result or "")
-
-
-def took_effect(call: Call) -> bool:
-    """The files a call names as written were written: an applied call, or a shell command that failed
-    (it may still have written its redirections) but was no edit tool's refusal."""
-    return applied(call) or (
-        call.tool.lower() in SHELL_TOOLS and call.tool != "swe_agent" and not refused(call.result or "")
-    )
-
-
 def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant: Plant) -> None:
     """The files changed and the commands run, as sets that grow: each item planted where it first
     happened (and is named in the history), so a compaction at any cut is scored on those so far."""
@@ -291,22 +220,17 @@ def _artifacts(session: Session, turns: list[TurnOf], texts: list[str], plant: P
     first_run: dict[str, int] = {}  # each command line, by the turn that first ran it
     open_file = None  # SWE-agent edits the file it last opened
     for t, call in _calls(turns):
-        first_line = _first_line(_command(call).strip())
-        if call.tool == "swe_agent" and first_line.split()[:1] in (["open"], ["create"]):
-            open_file = first_line.split()[1] if len(first_line.split()) > 1 else open_file
+        line = first_line(command_of(call).strip())
+        if call.tool == "swe_agent" and line.split()[:1] in (["open"], ["create"]):
+            open_file = line.split()[1] if len(line.split()) > 1 else open_file
         written = written_files(call)
-        if call.tool == "swe_agent" and first_line.startswith("edit") and open_file:
+        if call.tool == "swe_agent" and line.startswith("edit") and open_file:
             written.append(open_file)
         if took_effect(call):
             for path in written:
                 changed.setdefault(path, t)
-        if (
-            call.tool.lower() in SHELL_TOOLS
-            and first_line
-            and first_line.split()[0] not in ("edit", "submit")
-            and len(first_line) <= 80
-        ):
-            first_run.setdefault(first_line, t)
+        if call.tool.lower() in SHELL_TOOLS and line and line.split()[0] not in ("edit", "submit") and len(line) <= 80:
+            first_run.setdefault(line, t)
     # A submitted diff is the log's own record of what changed; a file only it names counts from where it is seen.
     for path in session.files_changed:
         changed.setdefault(path, -1)
@@ -346,32 +270,6 @@ def _plant_growing(plant: Plant, texts: list[str], fact_id: str, items: dict[str
         },
         where="\n".join(texts[: max(items.values()) + 1]),
     )
-
-
-# A plan tool's input: a list of items (Claude Code's TodoWrite `todos`, Codex's update_plan `plan`, or
-# any tool of that shape), each with its text and a status.
-PLAN_LISTS = ("todos", "plan", "tasks", "steps", "items")
-PLAN_TEXTS = ("content", "step", "title", "task", "description", "text")
-PLAN_PROBE = "Which items of your plan are finished, and which are still to do?"
-_FINISHED = {"completed", "complete", "done", "finished"}
-_STATUSES = _FINISHED | {"pending", "in_progress", "in-progress", "todo", "not_started", "active", "cancelled"}
-
-
-def plan_of(call: Call) -> tuple[list[str], list[str]] | None:
-    """The plan a call writes, as (items, finished items), or None when the call writes no plan."""
-    for key in PLAN_LISTS:
-        entries = call.input.get(key)
-        if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
-            continue
-        named = [
-            next((str(e[k]).strip() for k in PLAN_TEXTS if isinstance(e.get(k), str) and e[k].strip()), None)
-            for e in entries
-        ]
-        texts = [text for text in named if text]
-        statuses = [str(e.get("status") or e.get("state") or "").lower() for e in entries]
-        if len(texts) == len(named) and all(status in _STATUSES for status in statuses):
-            return texts, [text for text, status in zip(texts, statuses) if status in _FINISHED]
-    return None
 
 
 def _plan(turns: list[TurnOf], texts: list[str], plant: Plant, facts: dict[int, list[dict[str, Any]]]) -> None:
@@ -421,10 +319,10 @@ def _identifiers(turns: list[TurnOf], texts: list[str], plant: Plant) -> None:
                 del seen[value]
                 if kinds[kind] == MAX_PER_KIND:
                     continue
-                where = _first_line(_command(source).strip())[:60] or f"the {source.tool} tool"
+                where = first_line(command_of(source).strip())[:60] or f"the {source.tool} tool"
                 probe = (
                     f"Which {kind} did the output of `{where}` give you, that you then used in a later tool call?"
-                    if _command(source)
+                    if command_of(source)
                     else f"Which {kind} did {where} give you, that you then used again?"
                 )
                 if plant(
@@ -453,13 +351,13 @@ def _next_action(step: Step) -> tuple[str, str] | None:
     for key in PATH_KEYS:
         if isinstance(call.input.get(key), str):
             return call.input[key], "exact"
-    first_line = _first_line(_command(call).strip())
-    if not first_line:
+    line = first_line(command_of(call).strip())
+    if not line:
         return None
-    path = _PATH_LIKE.search(first_line)
+    path = _PATH_LIKE.search(line)
     if path and call.tool.lower() in SHELL_TOOLS:
         return path[0], "exact"
-    return (first_line[:60], "f1") if len(first_line.split()) >= 2 else None
+    return (line[:60], "f1") if len(line.split()) >= 2 else None
 
 
 def _continuations(turns: list[TurnOf], texts: list[str], plant: Plant, every: int) -> None:
@@ -484,31 +382,6 @@ def _continuations(turns: list[TurnOf], texts: list[str], plant: Plant, every: i
         if match == "f1":
             fact["f1_threshold"] = 0.5
         plant(t - 1, fact, where=texts[t])
-
-
-# A user lifting an earlier prohibition ("X is ours now, so you may edit it").
-_PERMITS = re.compile(
-    r"\b(?:you (?:may|can)(?: now)?|(?:is|are) (?:now )?(?:fine|ok|okay|allowed)|no longer (?:off limits"
-    r"|forbidden))\b",
-    re.IGNORECASE,
-)
-
-
-def prohibitions(said: str) -> list[tuple[str, str]]:
-    """The prohibitions a person's words state ("don't edit the config.yaml", "use httpie, not curl"):
-    each (verb, its object of up to four words)."""
-    found = [("use" if verb.lower() == "prefer" else verb, obj) for verb, obj in _CONTRAST_RULE.findall(said)]
-    for verb, rest in _PROHIBITION.findall(said):
-        obj = re.sub(r"^(?:the|a|an|to)\s+", "", rest.strip(), flags=re.IGNORECASE)
-        obj = " ".join(obj.split()[:4])
-        if len(obj) >= 3 and not _NOT_AN_OBJECT.match(obj) and verb.lower() not in ("be", "have"):
-            found.append((verb, obj))
-    return found
-
-
-def lifts(said: str, obj: str) -> bool:
-    """A person's words lift an earlier prohibition: they name its object with a permission."""
-    return bool(_PERMITS.search(said)) and mentions(said, obj)
 
 
 def _constraints(session: Session, turns: list[TurnOf], plant: Plant, facts: dict[int, list[dict[str, Any]]]) -> None:
