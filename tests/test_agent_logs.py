@@ -13,7 +13,8 @@ import yaml
 from harness.cli import main
 from harness.errors import InputError
 from harness.inputs.probes import probes
-from harness.inputs.scenario import Scenario, load_scenario
+from harness.inputs.scenario import Scenario
+from harness.inputs.scenario_file import load_scenario
 from harness.messages import history_problem
 from harness.scoring.verdict import verdict
 from harness.sources.generators.coding import Options as CodingOptions

@@ -13,7 +13,7 @@ from harness.execution.cases import plan_cases
 from harness.execution.evals import load_eval
 from harness.execution.executors import run_eval
 from harness.inputs.probes import probes
-from harness.inputs.scenario import load_scenario
+from harness.inputs.scenario_file import load_scenario
 from harness.models.backends import Backend
 from harness.models.cache import ResponseCache
 from harness.records import read_jsonl

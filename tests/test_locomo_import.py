@@ -9,7 +9,7 @@ import pytest
 from harness.cli import main
 from harness.errors import InputError
 from harness.inputs.probes import probes
-from harness.inputs.scenario import load_scenario
+from harness.inputs.scenario_file import load_scenario
 from harness.scoring.matchers import Expectation, LocomoF1
 from harness.sources.importers.locomo import import_locomo
 

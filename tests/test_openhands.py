@@ -18,7 +18,7 @@ from harness.compaction.context import CompactionContext, CompactionSettings
 from harness.errors import InputError
 from harness.execution.evals import load_eval
 from harness.execution.executors import run_eval
-from harness.inputs.scenario import load_scenario
+from harness.inputs.scenario_file import load_scenario
 from harness.messages import content_text, history_problem
 from harness.records import read_jsonl
 

@@ -182,7 +182,7 @@ turns:
 def test_matchers_importers_action_keys_and_models_come_from_an_installed_package(installed, tmp_path, capsys):
     from harness.actions import target
     from harness.cli import main
-    from harness.inputs.scenario import load_scenario
+    from harness.inputs.scenario_file import load_scenario
     from harness.models.weights import MODELS
     from harness.scoring.matchers import states
 

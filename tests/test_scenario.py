@@ -10,7 +10,7 @@ import pytest
 from harness.cli import main
 from harness.errors import InputError
 from harness.inputs.probes import probes
-from harness.inputs.scenario import load_scenario
+from harness.inputs.scenario_file import load_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 

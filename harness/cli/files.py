@@ -71,7 +71,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from ..execution.evals import load_eval
     from ..inputs.files import load_yaml
     from ..inputs.probes import probes
-    from ..inputs.scenario import load_scenario
+    from ..inputs.scenario_file import load_scenario
     from .run import claude_line
 
     failed = 0

@@ -32,7 +32,8 @@ from ..budget import Budget
 from ..errors import InputError
 from ..messages import SummaryLayout
 from .files import LocatedYaml, load_yaml, shipped, shipped_prompt_names
-from .scenario import Scenario, load_scenario
+from .scenario import Scenario
+from .scenario_file import load_scenario
 
 # Checked and parsed once, here; a flag's value goes through the same field (`read_eval`).
 BudgetField = Annotated[

@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
-from ..inputs.scenario import Scenario, load_scenario
+from ..inputs.scenario import Scenario
+from ..inputs.scenario_file import load_scenario
 
 
 def dump(data: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ...inputs.files import load_yaml
-from ...inputs.scenario import load_scenario
+from ...inputs.scenario_file import load_scenario
 from ..writer import write_scenarios
 from .coding import pronounceable
 
