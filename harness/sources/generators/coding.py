@@ -54,17 +54,80 @@ def kind_of(index: int) -> tuple[Archetype, Toolchain]:
     return ARCHETYPES[index % len(ARCHETYPES)], chains[(index + index // len(ARCHETYPES)) % len(chains)]
 
 
-def session(options: Options, index: int) -> tuple[Session, dict[str, Any]]:
-    """One session, and its decision fact (planted in the turn whose text states it)."""
-    rng = random.Random(f"coding-{options.seed}-{index}")
-    archetype, chain = kind_of(index)
+@dataclass(kw_only=True)
+class Project:
+    """What one session is about: its names, drawn from the session's seed in a fixed order (a
+    change of order changes every generated session)."""
 
-    def word() -> str:
-        return pronounceable(rng, 2)
+    package: str
+    folder: str
+    modules: list[str]
+    test: str
+    function: str
+    protected: str  # the file the user first forbids, then allows
+    generated: str  # the file forbidden instead
+    hashes: list[str]
+    culprit: str
+    ticket: str
+    variable: str
+    port: int
+    plan: list[str]
+    chosen: str  # the approach the agent decides on
+    other: str
+    failure: Failure
+    request: str
+    run_tests: str
 
-    def ident() -> str:  # a function name in the toolchain's style
-        return f"{word()}_{word()}" if chain.name == "python" else f"{word()}{word().capitalize()}"
 
+class Steps:
+    """Tool steps as Claude Code logs them, with random but plausible results."""
+
+    def __init__(self, rng: random.Random, chain: Toolchain, options: Options):
+        self.rng, self.chain, self.options = rng, chain, options
+
+    def word(self) -> str:
+        return pronounceable(self.rng, 2)
+
+    def ident(self) -> str:  # a function name in the toolchain's style
+        word = self.word
+        return f"{word()}_{word()}" if self.chain.name == "python" else f"{word()}{word().capitalize()}"
+
+    def bash(self, command: str, result: str, error: bool = False) -> Step:
+        return Step(None, [Call("Bash", {"command": command}, result, is_error=error)])
+
+    def read(self, path: str, names: tuple[str, ...] = ()) -> Step:
+        source = self.chain.source(self.rng, list(names), self.options.file_chars, self.word)
+        return Step(None, [Call("Read", {"file_path": path}, source)])
+
+    def todo(self, plan: list[str], finished: int) -> Step:  # the plan as Claude Code's TodoWrite writes it
+        todos = [
+            {
+                "content": item,
+                "status": "completed" if i < finished else "in_progress" if i == finished else "pending",
+                "activeForm": item,
+            }
+            for i, item in enumerate(plan)
+        ]
+        return Step(None, [Call("TodoWrite", {"todos": todos}, "Todos have been modified successfully.")])
+
+    def search(self, symbol: str, project: Project) -> Step:
+        modules = self.rng.sample(project.modules, 3)
+        hits = "\n".join(f"{m}:{self.rng.randint(1, 200)}:    {symbol}(record)" for m in modules)
+        return self.bash(f"rg -n {symbol} {project.folder}/", hits)
+
+    def edit(self, path: str, before: str, after: str, refused: bool = False) -> Step:
+        result = (
+            f"<tool_use_error>String to replace not found in file.\nString: {before}</tool_use_error>"
+            if refused
+            else f"The file {path} has been updated."
+        )
+        edit = Call("Edit", {"file_path": path, "old_string": before, "new_string": after}, result, is_error=refused)
+        return Step(None, [edit])
+
+
+def draw_project(steps: Steps, archetype: Archetype) -> Project:
+    """The session's names, in the order the seed draws them."""
+    rng, chain, word, ident = steps.rng, steps.chain, steps.word, steps.ident
     package = pronounceable(rng)
     folder = f"src/{package}" if chain.name == "typescript" else package
     modules = [f"{folder}/{pronounceable(rng)}{chain.extension}" for _ in range(5)]
@@ -119,114 +182,124 @@ def session(options: Options, index: int) -> tuple[Session, dict[str, Any]]:
         f"{archetype.request.format(**values)} Don't edit {protected}, another team owns it. "
         "Don't use grep; use rg instead."
     )
-    run_tests = chain.test_command(test)
+    return Project(
+        package=package,
+        folder=folder,
+        modules=modules,
+        test=test,
+        function=function,
+        protected=protected,
+        generated=generated,
+        hashes=hashes,
+        culprit=culprit,
+        ticket=ticket,
+        variable=variable,
+        port=port,
+        plan=plan,
+        chosen=chosen,
+        other=other,
+        failure=failure,
+        request=request,
+        run_tests=chain.test_command(test),
+    )
 
-    def call(tool: str, result: str, error: bool = False, **arguments: Any) -> Call:
-        return Call(tool, arguments, result, is_error=error)
 
-    def bash(command: str, result: str, error: bool = False) -> Step:
-        return Step(None, [call("Bash", result, error, command=command)])
-
-    def read(path: str, names: tuple[str, ...] = ()) -> Step:
-        return Step(None, [call("Read", chain.source(rng, list(names), options.file_chars, word), file_path=path)])
-
-    def todo(finished: int) -> Step:  # the plan as Claude Code's TodoWrite writes it
-        todos = [
-            {
-                "content": item,
-                "status": "completed" if i < finished else "in_progress" if i == finished else "pending",
-                "activeForm": item,
-            }
-            for i, item in enumerate(plan)
-        ]
-        return Step(None, [call("TodoWrite", "Todos have been modified successfully.", todos=todos)])
-
-    def search(symbol: str) -> Step:
-        hits = "\n".join(f"{m}:{rng.randint(1, 200)}:    {symbol}(record)" for m in rng.sample(modules, 3))
-        return bash(f"rg -n {symbol} {folder}/", hits)
-
-    def edit(path: str, before: str, after: str, refused: bool = False) -> Step:
-        result = (
-            f"<tool_use_error>String to replace not found in file.\nString: {before}</tool_use_error>"
-            if refused
-            else f"The file {path} has been updated."
-        )
-        return Step(None, [call("Edit", result, refused, file_path=path, old_string=before, new_string=after)])
-
+def first_part(steps: Steps, p: Project) -> tuple[list[Step], Step]:
+    """The steps before the user's second message (a failed run, the culprit found, a decision
+    between two approaches, a refused edit), and the step that states the decision."""
+    rng, chain, word, bash, read = steps.rng, steps.chain, steps.word, steps.bash, steps.read
     log_lines = "\n".join(
-        f"{h} {word().capitalize()} {word()} {word()}" + (f" (ticket #{ticket})" if h == culprit else "")
-        for h in hashes
+        f"{h} {word().capitalize()} {word()} {word()}" + (f" (ticket #{p.ticket})" if h == p.culprit else "")
+        for h in p.hashes
     )
     install = "\n".join(
         f"{chain.install.split()[0]}: fetched {word()}-{rng.randint(1, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}"
-        for _ in range(max(8, options.file_chars // 60))
+        for _ in range(max(8, steps.options.file_chars // 60))
     )
     decision = Step(
-        f"There are two ways to fix this: {chosen}, or {other}. I'll {chosen}, because the other would "
-        f"hide the error in {modules[0]}.",
-        read(modules[2]).calls,
+        f"There are two ways to fix this: {p.chosen}, or {p.other}. I'll {p.chosen}, because the other would "
+        f"hide the error in {p.modules[0]}.",
+        read(p.modules[2]).calls,
     )
-    before = [
-        bash(run_tests, chain.failure(failure, rng), error=True),
-        todo(1),
-        bash(f"git log --oneline -6 -- {modules[0]}", log_lines),
-        read(modules[0], (function,)),
-        search(function),
+    return [
+        bash(p.run_tests, chain.failure(p.failure, rng), error=True),
+        steps.todo(p.plan, 1),
+        bash(f"git log --oneline -6 -- {p.modules[0]}", log_lines),
+        read(p.modules[0], (p.function,)),
+        steps.search(p.function, p),
         bash(chain.install, install),
         bash(
-            f"git show {culprit} --stat",
-            f"commit {culprit}\n {modules[0]} | {rng.randint(2, 40)} "
+            f"git show {p.culprit} --stat",
+            f"commit {p.culprit}\n {p.modules[0]} | {rng.randint(2, 40)} "
             f"{'+' * rng.randint(1, 9)}{'-' * rng.randint(1, 9)}\n 1 file changed",
         ),
-        bash("cat .env.example", f"{variable}={rng.randint(10, 900)}\n{package.upper()}_LOG_LEVEL=info"),
+        bash("cat .env.example", f"{p.variable}={rng.randint(10, 900)}\n{p.package.upper()}_LOG_LEVEL=info"),
         bash(
-            chain.serve.format(package=package),
-            f"Listening on http://127.0.0.1:{port} (pid {rng.randint(2000, 60000)})",
+            chain.serve.format(package=p.package),
+            f"Listening on http://127.0.0.1:{p.port} (pid {rng.randint(2000, 60000)})",
         ),
         decision,
-        edit(modules[0], f"limit={rng.randint(2, 9)}", "limit=None", refused=True),
-        read(modules[0], (function,)),
-        edit(modules[0], "return record[key]", "return record.get(key)"),
-        todo(2),
-    ]
+        steps.edit(p.modules[0], f"limit={rng.randint(2, 9)}", "limit=None", refused=True),
+        read(p.modules[0], (p.function,)),
+        steps.edit(p.modules[0], "return record[key]", "return record.get(key)"),
+        steps.todo(p.plan, 2),
+    ], decision
+
+
+def second_part(steps: Steps, p: Project, before: int) -> list[Step]:
+    """The steps after the user's second message: the once-forbidden file edited, a command that
+    fails however often it is rerun, reads and searches up to the session's length, the fix."""
+    rng, chain, bash, read = steps.rng, steps.chain, steps.bash, steps.read
     after = [
-        read(protected),
-        bash(f"{variable}=1 {run_tests}", chain.failure(failure, rng), error=True),
-        edit(protected, f"version = {rng.randint(1, 3)}", f"version = {rng.randint(4, 9)}"),
-        todo(3),
+        read(p.protected),
+        bash(f"{p.variable}=1 {p.run_tests}", chain.failure(p.failure, rng), error=True),
+        steps.edit(p.protected, f"version = {rng.randint(1, 3)}", f"version = {rng.randint(4, 9)}"),
+        steps.todo(p.plan, 3),
         bash("make lint", "make: *** No rule to make target 'lint'.  Stop.", error=True),  # fails however often rerun
         bash(chain.linter, "All checks passed!"),
     ]
     # Longer sessions read and search more, after the user's message: a compaction late in the
     # session then folds that message and the steps after it (the changed constraint, the plan's
     # third item) as well as everything before.
-    for n in range(options.steps - len(before) - len(after) - 5):
-        after.append(read(modules[1 + n % 4]) if n % 3 else search(ident()))
-    after += [
-        bash(f"curl -s http://127.0.0.1:{port}/healthz", '{"status": "ok"}'),
-        bash("git diff --stat", f" {modules[0]} | 2 +-\n {protected} | 2 +-\n 2 files changed"),
-        bash(f"{variable}=1 {run_tests}", chain.passing(test, failure.failed + failure.passed)),
-        todo(4),
-        bash(f"git commit -am 'Fix {function} (ticket #{ticket})'", f"[main {rng.getrandbits(28):07x}] Fix {function}"),
+    for n in range(steps.options.steps - before - len(after) - 5):
+        after.append(read(p.modules[1 + n % 4]) if n % 3 else steps.search(steps.ident(), p))
+    return after + [
+        bash(f"curl -s http://127.0.0.1:{p.port}/healthz", '{"status": "ok"}'),
+        bash("git diff --stat", f" {p.modules[0]} | 2 +-\n {p.protected} | 2 +-\n 2 files changed"),
+        bash(f"{p.variable}=1 {p.run_tests}", chain.passing(p.test, p.failure.failed + p.failure.passed)),
+        steps.todo(p.plan, 4),
+        bash(
+            f"git commit -am 'Fix {p.function} (ticket #{p.ticket})'",
+            f"[main {rng.getrandbits(28):07x}] Fix {p.function}",
+        ),
     ]
+
+
+def session(options: Options, index: int) -> tuple[Session, dict[str, Any]]:
+    """One session, and its decision fact (planted in the turn whose text states it)."""
+    archetype, chain = kind_of(index)
+    steps = Steps(random.Random(f"coding-{options.seed}-{index}"), chain, options)
+    p = draw_project(steps, archetype)
+    before, decision = first_part(steps, p)
+    after = second_part(steps, p, len(before))
     message = (
-        f"Update from the team: {protected} is ours now, so you may edit it if the fix needs it. "
-        f"Instead, don't edit {generated}: it is generated from the schema."
+        f"Update from the team: {p.protected} is ours now, so you may edit it if the fix needs it. "
+        f"Instead, don't edit {p.generated}: it is generated from the schema."
     )
-    final = f"Done: {test} passes again; I changed {modules[0]} and {protected}."
+    final = f"Done: {p.test} passes again; I changed {p.modules[0]} and {p.protected}."
     log = Session(
         f"coding-{options.seed}-{index:03d}",
         f"Synthetic coding session (harness generate --kind coding, seed {options.seed}, {options.steps} "
         f"tool steps): {archetype.name} in {chain.name}; a plan, a refused edit, a failed command, "
         "identifiers reused, a constraint changed mid-session, a decision between two approaches.",
-        [Exchange(request, before, "Carrying on with the plan."), Exchange(message, after, final)],
+        [Exchange(p.request, before, "Carrying on with the plan."), Exchange(message, after, final)],
     )
     turn = next(t for t, where in enumerate(layout(log)) if where.step is decision)
-    assert chosen in turn_text(log, layout(log)[turn])
+    assert p.chosen in turn_text(log, layout(log)[turn])
     fact = {
         "id": "decision",
         "kind": "decision",
-        "answer": chosen,
+        "answer": p.chosen,
         "match": "f1",
         "f1_threshold": 0.6,
         "probe": "Of the two approaches to the fix you weighed, which one did you decide on?",
