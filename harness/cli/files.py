@@ -251,6 +251,13 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def register(commands: Commands) -> None:
+    _register_init(commands)
+    _register_checks(commands)
+    _register_import(commands)
+    _register_generate(commands)
+
+
+def _register_init(commands: Commands) -> None:
     init = commands.add_parser(
         "init",
         help="write a starter into your repository: your summary prompt, a gate eval "
@@ -272,6 +279,8 @@ def register(commands: Commands) -> None:
     init.add_argument("--force", action="store_true", help="overwrite the starter's files where they exist")
     init.set_defaults(handler=cmd_init)
 
+
+def _register_checks(commands: Commands) -> None:
     validate = commands.add_parser("validate", help="check scenario and eval files without calling a model")
     validate.add_argument("files", nargs="+", metavar="FILE", help="scenario and eval files")
     validate.add_argument("--results", default="results", help="where baselines/ lives (for the detectable drop)")
@@ -283,6 +292,8 @@ def register(commands: Commands) -> None:
     )
     schema.set_defaults(handler=cmd_schema)
 
+
+def _register_import(commands: Commands) -> None:
     importer = commands.add_parser(
         "import",
         help="convert agent logs or a public benchmark into scenario files",
@@ -328,6 +339,8 @@ def register(commands: Commands) -> None:
     )
     importer.set_defaults(handler=cmd_import)
 
+
+def _register_generate(commands: Commands) -> None:
     generate = commands.add_parser(
         "generate",
         help="write seeded synthetic scenarios built for statistical power",

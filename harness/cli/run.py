@@ -228,6 +228,12 @@ def claude_line(ev: Eval) -> str:
 
 
 def register(commands: Commands) -> None:
+    _register_run(commands)
+    _register_gate(commands)
+    _register_others(commands)
+
+
+def _register_run(commands: Commands) -> None:
     run = commands.add_parser("run", help="run an eval and print the results table")
     run_flags(run)
     run.add_argument(
@@ -237,6 +243,8 @@ def register(commands: Commands) -> None:
     )
     run.set_defaults(handler=cmd_run)
 
+
+def _register_gate(commands: Commands) -> None:
     gate = commands.add_parser(
         "gate",
         help="run a candidate (or read --run) and compare it with a baseline; "
@@ -259,6 +267,8 @@ def register(commands: Commands) -> None:
         )
     gate.set_defaults(handler=cmd_gate)
 
+
+def _register_others(commands: Commands) -> None:
     baseline = commands.add_parser("baseline", help="record a finished run as the baseline the gate compares with")
     baseline.add_argument("run_dir", type=Path, help="the finished run to record as the baseline")
     baseline.add_argument("--name", help="baseline name (default: the eval's name)")
