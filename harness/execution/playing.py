@@ -24,7 +24,7 @@ from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
 from .cases import Case, first_unedited_turn, first_verbatim_turn
 from .evals import Eval
 from .failures import RECORDED_ERRORS, describe_error
-from .next_step import next_step
+from .next_step import Cut, next_step
 from .played import PlayedCase, ProbeRequest
 
 
@@ -210,21 +210,18 @@ class CasePlayer:
                 retained = self._retention(event, left, len(played.compactions) - 1, turn, verbatim_from, played.row)
                 played.retention += retained
                 if self.ev.spec.next_action.enabled and turn < len(scenario.turns):
-                    played.actions.append(
-                        next_step(
-                            self.client,
-                            self.ev.spec.next_action,
-                            agent,
-                            played.full,
-                            scenario,
-                            turn,
-                            retained,
-                            self._situation(scenario, turn),
-                            played.row,
-                            len(played.compactions) - 1,
-                            search=self._search(agent, played),
-                        )
+                    cut = Cut(
+                        agent=agent,
+                        full=played.full,
+                        scenario=scenario,
+                        turn=turn,
+                        compaction=len(played.compactions) - 1,
+                        retained=retained,
+                        situation=self._situation(scenario, turn),
+                        row=played.row,
+                        search=self._search(agent, played),
                     )
+                    played.actions.append(next_step(self.client, self.ev.spec.next_action, cut))
 
     def _search(self, agent: Agent, played: PlayedCase) -> Tool | None:
         """The recovery arm's search over what the agent's history folded, when the strategy has one."""
