@@ -393,35 +393,49 @@ def read_eval(
         if error.loc and error.loc[0] in given:  # the flag's value is wrong, not the file
             raise InputError(blame(str(error.loc[0])), error.message) from None
         raise
-    base = doc.path.parent
+    scenarios = _scenarios(doc, spec, blame("scenario_ids") if "scenario_ids" in given else None)
+    loaded, control_id = _prompts(doc, spec, control, blame("prompts") if "prompts" in given else None)
+    chosen = _chosen(
+        doc,
+        "prompt_ids",
+        "prompt",
+        spec.prompt_ids,
+        [p.id for p in loaded if p.id != control_id],
+        blame("prompt_ids") if "prompt_ids" in given else None,
+    )
+    loaded = [p for p in loaded if p.id in chosen or p.id == control_id]
+    return EvalSource(spec, doc.path, doc, scenarios, loaded, control_id)
 
-    scenario_paths: list[Path] = []
+
+def _scenarios(doc: LocatedYaml, spec: EvalFile, flag: str | None) -> list[Scenario]:
+    """The eval's scenarios, each file once and each id once, cut to `max_turns` and to the chosen
+    ids (`flag`: the command-line flag that chose them, else the file did)."""
+    base = doc.path.parent
+    paths: list[Path] = []
     for i, pattern in enumerate(spec.scenarios):
         matches = sorted(glob.glob(str(base / pattern))) if glob.has_magic(pattern) else [str(base / pattern)]
         if not matches or not Path(matches[0]).is_file():
             raise doc.error(("scenarios", i), f"no scenario file matches {pattern!r}")
-        scenario_paths += [Path(m) for m in matches if Path(m) not in scenario_paths]
-    scenarios = [load_scenario(p) for p in scenario_paths]
+        paths += [Path(m) for m in matches if Path(m) not in paths]
+    scenarios = [load_scenario(p) for p in paths]
     if spec.max_turns:
         # A prefix of a valid scenario is valid: facts and supersessions only look backwards.
         scenarios = [s.model_copy(update={"turns": s.turns[: spec.max_turns]}) for s in scenarios]
     seen: dict[str, Path] = {}
-    for p, scenario in zip(scenario_paths, scenarios):
+    for p, scenario in zip(paths, scenarios):
         if scenario.id in seen:
             raise InputError(p, f"scenario id {scenario.id!r} is also used by {seen[scenario.id]}", None, "id")
         seen[scenario.id] = p
-    chosen = _chosen(
-        doc,
-        "scenario_ids",
-        "scenario",
-        spec.scenario_ids,
-        list(seen),
-        blame("scenario_ids") if "scenario_ids" in given else None,
-    )
-    scenarios = [s for s in scenarios if s.id in chosen]
+    chosen = _chosen(doc, "scenario_ids", "scenario", spec.scenario_ids, list(seen), flag)
+    return [s for s in scenarios if s.id in chosen]
 
-    if "prompts" in given:  # flags: relative to where the user stands, and blamed on the flag
-        loaded = [_read_prompt(p, Path.cwd(), blame("prompts"), None, "") for p in spec.prompts]
+
+def _prompts(doc: LocatedYaml, spec: EvalFile, control: bool, flag: str | None) -> tuple[list[Prompt], str | None]:
+    """The eval's summary prompts with its keeps-nothing control (when `control`), and the control's id.
+    Prompts given by a flag (`flag`) are read relative to where the user stands, and blamed on it."""
+    base = doc.path.parent
+    if flag:
+        loaded = [_read_prompt(p, Path.cwd(), flag, None, "") for p in spec.prompts]
     else:
         loaded = [
             _read_prompt(p, base, doc.path, doc.line_of(("prompts", i)), f"prompts[{i}]")
@@ -437,13 +451,4 @@ def read_eval(
     ids = [p.id for p in loaded]
     if len(set(ids)) != len(ids):
         raise doc.error(("prompts",), "two prompt files share a name; prompts are identified by file name")
-    chosen = _chosen(
-        doc,
-        "prompt_ids",
-        "prompt",
-        spec.prompt_ids,
-        [i for i in ids if i != (kept and kept.id)],
-        blame("prompt_ids") if "prompt_ids" in given else None,
-    )
-    loaded = [p for p in loaded if p.id in chosen or p.id == (kept and kept.id)]
-    return EvalSource(spec, doc.path, doc, scenarios, loaded, kept.id if kept else None)
+    return loaded, kept.id if kept else None
