@@ -51,6 +51,25 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
         }
     )
     source = replace(source, spec=spec)
+    custom = _custom_strategies(source)
+    strategies = {
+        name: _recovering(
+            name, custom_strategy(name, custom[name]) if name in custom else STRATEGIES[name.removesuffix(RECOVERY)]
+        )
+        for name in spec.strategies
+    }
+    _check_servable(source, strategies, listed, local)
+    _check_options(source, strategies, custom)
+    needs_prompt = [name for name, s in strategies.items() if s.uses_prompt and name not in custom]
+    if needs_prompt and not source.prompts:
+        raise doc.error(("prompts",), f"the {needs_prompt[0]} strategy needs at least one prompt file")
+    return Eval(**vars(source), strategies=strategies, custom=custom, skipped=skipped)
+
+
+def _custom_strategies(source: EvalSource) -> dict[str, Compactor]:
+    """The eval's strategies that are users' (`module:function`) or other packages', imported; an
+    unknown name, or a +recovery arm on a strategy that never compacts, is an error in the file."""
+    spec, doc = source.spec, source.doc
     for i, name in enumerate(spec.claude_strategies):
         if name not in STRATEGIES:
             raise doc.error(
@@ -71,12 +90,13 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
             )
         elif name != base and STRATEGIES[base].compact is None:
             raise doc.error(("strategies", i), f"{name}: {base} never compacts, so there is nothing to search")
-    strategies = {
-        name: _recovering(
-            name, custom_strategy(name, custom[name]) if name in custom else STRATEGIES[name.removesuffix(RECOVERY)]
-        )
-        for name in spec.strategies
-    }
+    return custom
+
+
+def _check_servable(source: EvalSource, strategies: dict[str, StrategySpec], listed: list[str], local: bool) -> None:
+    """Each strategy can run as the eval sets it up: Claude's server-side ones not on the embedded
+    model nor in batch mode, a token-triggered one only with `unit: tokens`."""
+    spec, doc = source.spec, source.doc
     for name, strategy in strategies.items():
         where = (
             ("strategies", listed.index(name))
@@ -100,11 +120,6 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
             raise doc.error(
                 ("unit",), f"{name} sends its budget to the server as an input-token trigger: set unit: tokens"
             )
-    _check_options(source, strategies, custom)
-    needs_prompt = [name for name, s in strategies.items() if s.uses_prompt and name not in custom]
-    if needs_prompt and not source.prompts:
-        raise doc.error(("prompts",), f"the {needs_prompt[0]} strategy needs at least one prompt file")
-    return Eval(**vars(source), strategies=strategies, custom=custom, skipped=skipped)
 
 
 def _check_options(source: EvalSource, strategies: dict[str, StrategySpec], custom: dict[str, Compactor]) -> None:
