@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anthropic
 import pytest
+import yaml
 from browser import CHROMIUM, inspect_page
 
 from harness.cli import main
@@ -402,18 +403,32 @@ def test_next_action_eval_on_the_embedded_model(tmp_path, capsys):
 
 
 def test_the_frameworks_eval_on_the_embedded_model(tmp_path, capsys):
-    """evals/frameworks.yaml as shipped but for the recall probes, on one of its sessions (a small
+    """evals/frameworks.yaml as shipped but for the recall probes and the strategies other tests
+    cover (our prompt, masking, clearing, the recorded compaction), on one of its sessions (a small
     real SWE-agent log: one request and its tool loop, the shape LangChain's middleware once never
-    compacted; the other sessions are each framework's unit tests, with a scripted model, and the
-    recorded compaction is the agent eval's test): Inspect AI's three compactions, LangChain's
-    middleware and OpenHands's condenser run their own code with the embedded model writing the
-    summaries, beside our prompt, masking and clearing. Every case is scored or recorded as an
-    error naming its cause; none crashes the run."""
+    compacted; the other sessions are each framework's unit tests, with a scripted model): Inspect
+    AI's three compactions, LangChain's middleware and OpenHands's condenser run their own code with
+    the embedded model writing the summaries, and the next step is asked after each. Every case is
+    scored or recorded as an error naming its cause; none crashes the run."""
     pytest.importorskip("inspect_ai")
     pytest.importorskip("langchain.agents.middleware.summarization")
     pytest.importorskip("openhands.sdk")
     root = Path(__file__).parents[1]
-    eval_file = root / "evals" / "frameworks.yaml"
+    shipped = yaml.safe_load((root / "evals" / "frameworks.yaml").read_text())
+    frameworks = [f"harness.adapters.inspect_ai:{name}" for name in ("summary", "edit", "trim")]
+    frameworks += ["harness.adapters.langchain:summarization", "harness.adapters.openhands:summarizing"]
+    assert set(frameworks) <= set(shipped["strategies"])
+    eval_file = tmp_path / "frameworks.yaml"
+    eval_file.write_text(
+        yaml.safe_dump(
+            {
+                **shipped,
+                "scenarios": [str(root / "scenarios" / "agent" / "*.yaml")],
+                "strategies": frameworks,
+                "strategy_options": {k: v for k, v in shipped["strategy_options"].items() if k in frameworks},
+            }
+        )
+    )
     sessions = ["test-repo-i1"]
     chosen = [arg for scenario in sessions for arg in ("--scenario", scenario)]
     run = ["run", str(eval_file), "--model", FAST, *chosen, "--no-probes", "--results", str(tmp_path), "--quiet"]
@@ -421,8 +436,6 @@ def test_the_frameworks_eval_on_the_embedded_model(tmp_path, capsys):
     run_dir = next((tmp_path / "runs").iterdir())
     retention = read_jsonl(run_dir / "retention.jsonl")
     played = [row["case"].split("/") for row in read_jsonl(run_dir / "cases.jsonl")]
-    frameworks = [f"harness.adapters.inspect_ai:{name}" for name in ("summary", "edit", "trim")]
-    frameworks += ["harness.adapters.langchain:summarization", "harness.adapters.openhands:summarizing"]
     compactions = read_jsonl(run_dir / "compactions.jsonl")
     for strategy in frameworks:
         assert {case[0] for case in played if case[1] == strategy} == set(sessions)  # every session played
