@@ -239,8 +239,8 @@ def _variant(run: Run, spec: str | None, strategy: str, name: str) -> tuple[str,
     prompt = spec
     if spec is not None and spec in strategies:
         strategy, prompt = spec, None
-    elif spec and spec.rpartition(":")[0] in strategies:  # "summary:seed", or as tables name it, "summary: seed"
-        strategy, prompt = spec.rpartition(":")[0], spec.rpartition(":")[2].strip()
+    elif spec and (split := spec.rpartition(":"))[0] in strategies:  # "summary:seed", or as tables say, "summary: seed"
+        strategy, prompt = split[0], split[2].strip()
     if strategy not in strategies:
         raise InputError(name, f"no strategy {strategy!r} in this run (it has: {', '.join(sorted(strategies))})")
     existing = run.prompts(strategy)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 from .. import actions
 from ..inputs.evalfile import NextActionSettings
-from ..inputs.scenario import Scenario
+from ..inputs.scenario import Scenario, Turn
 from ..messages import Message, strings_in
 from ..models.client import ModelClient, purpose, usage_of
 from ..records.schema import ActionRecord, CaseRow, RetentionRecord
@@ -53,7 +53,7 @@ def next_step(client: ModelClient, settings: NextActionSettings, cut: Cut) -> Ac
         before_turn=cut.turn,
         log=log.key if log else None,
     )
-    asker = _Asker(client, settings, cut, record)
+    asker = _Asker(client, settings, cut.agent, next_turn, record)
     sample = 2 * cut.row.repeat  # each repeat its own pair of samples
     ceiling: actions.Action | None = None
     again: actions.Action | None = None
@@ -82,14 +82,15 @@ class _Asker:
     """Asks the model for its next step from a history, with the scenario's tools (none is run but
     the recovery arm's search), counting what each request cost into the record."""
 
-    def __init__(self, client: ModelClient, settings: NextActionSettings, cut: Cut, record: ActionRecord):
-        next_turn = cut.scenario.turns[cut.turn]
-        self.client, self.record, self.system = client, record, cut.agent.system
+    def __init__(
+        self, client: ModelClient, settings: NextActionSettings, agent: Agent, next_turn: Turn, record: ActionRecord
+    ):
+        self.client, self.record, self.system = client, record, agent.system
         self.line = [] if next_turn.continues else [{"role": "user", "content": next_turn.user}]
-        self.tools = cut.agent.tools.schemas()
+        self.tools = agent.tools.schemas()
         self.request = {
             "max_tokens": settings.max_tokens,
-            "system": cut.agent.system,
+            "system": agent.system,
             **({"tools": self.tools} if self.tools else {}),
         }
         self.overrides = {} if settings.temperature is None else {"temperature": settings.temperature}
