@@ -371,6 +371,10 @@ def test_a_negative_price_in_an_eval_file_names_its_line(eval_file):
     with pytest.raises(InputError) as error:
         load_eval(eval_file)
     assert "unit.yaml:8: prices.input" in str(error.value)
+    # A price given on the command line beside it does not move the blame off the file's line.
+    with pytest.raises(InputError) as error:
+        load_eval(eval_file, prices={"output": 2.0})
+    assert "unit.yaml:8: prices.input" in str(error.value)
 
 
 @pytest.mark.slow

@@ -390,7 +390,7 @@ def read_eval(
     try:
         spec = doc.validate(EvalFile, overrides=given)
     except InputError as error:
-        if error.loc and error.loc[0] in given:  # the flag's value is wrong, not the file
+        if _from_command_line(error.loc, given, prices or {}):  # the flag's value is wrong, not the file
             raise InputError(blame(str(error.loc[0])), error.message) from None
         raise
     scenarios = _scenarios(doc, spec, blame("scenario_ids") if "scenario_ids" in given else None)
@@ -405,6 +405,14 @@ def read_eval(
     )
     loaded = [p for p in loaded if p.id in chosen or p.id == control_id]
     return EvalSource(spec, doc.path, doc, scenarios, loaded, control_id)
+
+
+def _from_command_line(loc: tuple[str | int, ...], given: dict[str, Any], prices: dict[str, float]) -> bool:
+    """Whether a bad value at `loc` came from an override rather than the file: prices merge the
+    file's with the flags', so a price is the flag's only when a flag gave that price."""
+    if not loc or loc[0] not in given:
+        return False
+    return loc[0] != "prices" or (len(loc) > 1 and loc[1] in prices)
 
 
 def _scenarios(doc: LocatedYaml, spec: EvalFile, flag: str | None) -> list[Scenario]:
