@@ -33,6 +33,9 @@ NO_TOOL = "answers without a tool"
 _FENCED = re.compile(r"```(?:bash|sh|shell|console|mswea_bash_command)?[ \t]*\n(.*?)\n?```", re.DOTALL)
 _CHAINED = re.compile(r"\s*(?:&&|;|\|\||\|)\s*")  # commands chained or piped
 EDITS_LAST = {"sed", "awk", "perl", "patch"}  # programs whose target is their last operand
+_OPERATORS = ";&|()\n"  # what ends a shell command
+_WRAPPERS = {"sudo", "env", "time", "nohup", "exec", "command"}  # programs that run the next word
+_SHELLS = {"sh", "bash", "zsh", "dash"}  # programs whose -c argument is a command line
 
 
 def path(value: str) -> str:
@@ -53,7 +56,7 @@ def command(line: str) -> str:
     except ValueError:  # an unbalanced quote: read it by spaces
         words = parts[0].split()
     words = [w for w in words if not re.fullmatch(r"\w+=\S*", w)]
-    while words and words[0] in ("sudo", "env", "time", "nohup", "exec"):
+    while words and words[0] in _WRAPPERS:
         words = words[1:]
     if not words:
         return ""
@@ -65,8 +68,33 @@ def command(line: str) -> str:
 
 
 def programs(line: str) -> set[str]:
-    """Every program a shell line runs (`cd x && grep -rn y | head` runs cd, grep and head)."""
-    return {key.split()[0] for part in _CHAINED.split(line) if (key := command(part))}
+    """Every program a shell line runs: the first word of each command (`cd x && grep -rn y | head`
+    runs cd, grep and head), past variable assignments and `sudo`/`env`, and what `bash -c '...'`
+    runs. A program named in a comment or inside a quoted argument (`echo "not curl"`) is not run."""
+    words = _shell_words(line)
+    found: set[str] = set()
+    starts = True  # the next word starts a command
+    for i, word in enumerate(words):
+        if not word.strip(_OPERATORS):  # ;, &&, ||, |, &, a parenthesis or a new line
+            starts = True
+        elif starts and not (re.fullmatch(r"\w+=\S*", word) or word in _WRAPPERS):
+            program = word.rsplit("/", 1)[-1]
+            found.add(program)
+            if program in _SHELLS and i + 2 < len(words) and words[i + 1] in ("-c", "-lc"):
+                found |= programs(words[i + 2])
+            starts = False
+    return found
+
+
+def _shell_words(line: str) -> list[str]:
+    """A shell line's words and operators, quotes removed and comments left out (a `#` inside a
+    word, as in a URL, starts none); split at spaces when its quotes do not balance."""
+    lexer = shlex.shlex(re.sub(r"(?<=[^\s;&|()])#", "\0", line), posix=True, punctuation_chars=_OPERATORS)
+    lexer.whitespace, lexer.commenters, lexer.whitespace_split = " \t\r", "#", True
+    try:
+        return [word.replace("\0", "#") for word in lexer]
+    except ValueError:
+        return line.split()
 
 
 def _patch(arguments: dict[str, Any]) -> str | None:

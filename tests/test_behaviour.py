@@ -154,6 +154,24 @@ def test_steps_that_keep_to_the_history_break_nothing(tool, arguments):
     assert not any(found.values()) and set(found) == set(Behaviour)
 
 
+@pytest.mark.parametrize(
+    "line, run",
+    [
+        ("cd repo && grep -rn parse src | head", {"cd", "grep", "head"}),
+        ('echo "we said no curl; use httpie" && http POST :8000/x', {"echo", "http"}),  # in a string
+        ("http GET :8000/health  # rather than curl", {"http"}),  # in a comment
+        ("echo a#b; curl -s x", {"echo", "curl"}),  # a # inside a word starts no comment
+        ("cd repo\ncurl -s localhost", {"cd", "curl"}),  # a second line runs too
+        ("FOO=1 sudo curl -s x | jq .", {"curl", "jq"}),
+        ("bash -lc 'curl x && wget y'", {"bash", "curl", "wget"}),
+        ("/usr/bin/curl x", {"curl"}),
+        ('echo "unbalanced', {"echo"}),
+    ],
+)
+def test_the_programs_a_shell_line_runs_leave_out_comments_and_strings(line, run):
+    assert actions.programs(line) == run
+
+
 def test_a_change_since_a_failure_or_a_read_makes_trying_again_fine():
     changed = crafted(
         step("Edit", "The file src/app.py has been updated.", file_path="src/app.py", old_string="p", new_string="q")

@@ -7,6 +7,7 @@ and the audit of recorded compactions (`harness/audit`) both follow a session th
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -68,18 +69,23 @@ def breaks(
     """A call (what it `touches`) changes a forbidden path or a file under a forbidden folder, or runs
     a forbidden tool or program."""
     written, run = touched
-    return any(_under(f, p) for f in written for p in paths) or bool(run & tools)
+    return any(covers(p, f) for f in written for p in paths) or bool(run & tools)
 
 
-def _under(file: str, rule: str) -> bool:
-    """The file is the forbidden path or under the forbidden folder. A relative rule holds wherever
-    the path it names sits ("src/config.py" forbids /home/me/repo/src/config.py; "migrations/", any
-    migrations folder)."""
+def covers(rule: str, file: str) -> bool:
+    """The file is the path a rule names, under the folder it names (ending in /), or matches its
+    glob (`billing/*.py`). A relative rule holds wherever the path it names sits ("src/config.py"
+    covers /home/me/repo/src/config.py; "migrations/", any migrations folder)."""
     folder = rule.rstrip("/")
     if rule.startswith("/"):
-        return file == folder or file.startswith(folder + "/")
+        return file == folder or file.startswith(folder + "/") or fnmatch.fnmatchcase(file, rule)
     padded = "/" + file
-    return padded.endswith("/" + folder) or f"/{folder}/" in padded
+    return (
+        padded.endswith("/" + folder)
+        or f"/{folder}/" in padded
+        or fnmatch.fnmatchcase(padded, "*/" + folder)
+        or fnmatch.fnmatchcase(padded, f"*/{folder}/*")
+    )
 
 
 def same_file(a: str, b: str) -> bool:
