@@ -6,8 +6,10 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from functools import partial
 
 import anthropic
 import pytest
@@ -417,3 +419,81 @@ def test_the_plan_knows_a_repeated_sample_is_cached_under_its_own_seed(eval_file
         plan = estimate(ev, backend.identity, backend.sampling, cache, backend)
     assert seeds == {0, 1} and plan.cases == 12  # two samples of each case, each with its own seed
     assert plan.direct.requests == plan.batch.requests == 0 and plan.cached > 0
+
+
+GREEDY = '''
+from harness.messages import exchange_starts, render_message
+
+CALLS = []
+
+
+def summarise(messages, context):
+    """Folds all but the last exchange, swallowing every exception on the way, as careless user
+    code does (a control-flow exception from the executor would be lost here)."""
+    if context.size(messages) <= context.limit or len(exchange_starts(messages)) < 2:
+        return messages
+    CALLS.append(len(messages))
+    split = exchange_starts(messages)[-1]
+    try:
+        reply = context.client.create(
+            max_tokens=80, messages=[{"role": "user", "content": "\\n".join(map(render_message, messages[:split]))}]
+        )
+        summary = reply["content"][0]["text"]
+    except BaseException:
+        summary = "(no summary)"
+    return [{"role": "user", "content": summary}, {"role": "assistant", "content": "OK."}] + messages[split:]
+'''
+
+
+def test_a_users_strategy_runs_once_per_compaction_and_never_sees_the_executor(eval_file, tmp_path, monkeypatch):
+    (tmp_path / "greedy.py").write_text(GREEDY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import greedy
+
+    eval_file.write_text(eval_file.read_text().replace("strategies: [summary,", "strategies: [greedy:summarise,"))
+    with BatchServer() as server:
+        _, direct = _run(server, eval_file, tmp_path / "direct", batch=False)
+    direct_calls = list(greedy.CALLS)
+    greedy.CALLS.clear()
+    with BatchServer(batch_delay_s=0.02) as server:
+        _, batched = _run(server, eval_file, tmp_path / "batch")
+    # Called as often as in a direct run (each compaction once, never replayed), and what it was
+    # given, and so what it summarised, is the same.
+    compactions = [c for c in read_jsonl(batched / "compactions.jsonl") if c["strategy"] == "greedy:summarise"]
+    assert sorted(greedy.CALLS) == sorted(direct_calls) and len(greedy.CALLS) == len(compactions) > 0
+    assert all("(no summary)" not in c["summary"] for c in compactions)
+    assert _files(batched) == _files(direct)
+
+
+def test_cases_beyond_those_in_flight_start_as_others_finish_each_played_once():
+    from harness.execution.rehearsal import StandIn, _Unrecorded
+    from harness.execution.waves import Waves
+
+    waves = Waves(StandIn(), _Unrecorded(), in_flight=2, poll_s=(0.0, 0.0), progress=False)
+    played, in_flight, most, lock = Counter(), 0, 0, threading.Lock()
+
+    def play(case):
+        nonlocal in_flight, most
+        with lock:
+            played[case] += 1
+            in_flight += 1
+            most = max(most, in_flight)
+        try:
+            return _two_waves(case)
+        finally:
+            with lock:
+                in_flight -= 1
+
+    def _two_waves(case):
+        asked = {"max_tokens": 2, "messages": [{"role": "user", "content": case}]}
+        first = waves.ask(f"{case}-1", asked)
+        # The probes of a case leave in one wave, each from a thread of its own.
+        probes = waves.gather([partial(waves.ask, f"{case}-probe-{n}", {**asked, "max_tokens": n}) for n in (3, 4)])
+        return case, first["stop_reason"], [p["content"][0]["text"] for p in probes]
+
+    written = []
+    report = waves.run(list("abcde"), play, lambda case, result: written.append(result))
+    assert [case for case, *_ in written] == list("abcde") and set(played.values()) == {1} and most == 2
+    assert all(stop == "max_tokens" and [len(t) for t in texts] == [12, 16] for _, stop, texts in written)
+    # Two waves a case (its request, then its probes together), two cases at a time: 3 cohorts.
+    assert report.waves == 6 and report.submitted == 15

@@ -173,7 +173,8 @@ def run_flags(parser: argparse.ArgumentParser, eval_required: bool = True) -> No
         "--jobs",
         type=at_least(1),
         metavar="N",
-        help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones)",
+        help="cases run at once (default: 1 on a local model, for reproducible answers; 8 on remote ones; "
+        "a batch run's cases wait for their waves together, whatever this says)",
     )
     BATCH_OVERRIDE.add(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

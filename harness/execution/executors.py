@@ -5,10 +5,11 @@ together in batch waves (`waves`), writing each finished case to the run folder 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tqdm import tqdm
 
@@ -18,14 +19,15 @@ from ..models.batch import BatchEndpoint
 from ..models.cache import ResponseCache
 from ..models.client import ModelClient
 from ..records import Manifest, RunFolder, load_manifest
-from .answers import ask
 from .cases import Case, plan_cases
 from .evals import Eval
 from .provenance import manifest, now
 from .runner import CaseRecords, CaseRunner
-from .waves import Waves, ordered_map
+from .waves import Batched, Waves
 
 WriteCase = Callable[[Case, CaseRecords], None]  # writes a finished case to the run folder
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 def open_for(ev: Eval, base_url: str | None = None, slots: int = 1) -> Backend:
@@ -129,7 +131,7 @@ def run_eval(
             about.write(folder.path)
 
         if batch:
-            _run_in_waves(ev, client, judge, todo, write, folder, about, batch, progress, jobs)
+            _run_in_waves(ev, client, judge, todo, write, folder, about, batch, progress)
         else:
             _run_direct(ev, CaseRunner(ev, client, judge), todo, write, jobs, progress)
         about.finished, about.model_calls = now(), calls_before + client.calls - calls_at_start
@@ -155,10 +157,24 @@ def _run_direct(ev: Eval, runner: CaseRunner, todo: list[Case], write: WriteCase
         pool.shutdown(wait=False, cancel_futures=True)  # an interrupt must not wait for the queue
 
 
+def ordered_map(
+    pool: ThreadPoolExecutor, function: Callable[[Item], Result], items: list[Item], window: int
+) -> Iterator[Result]:
+    """`pool.map`, but with at most `window` items in flight, so a run of many cases holds only
+    a window of them (and their results) at a time."""
+    queue: deque[Future[Result]] = deque()
+    for item in items:
+        queue.append(pool.submit(function, item))
+        if len(queue) >= window:
+            yield queue.popleft().result()
+    while queue:
+        yield queue.popleft().result()
+
+
 def in_waves(ev: Eval, client: ModelClient, waves: Waves, judge: ModelClient | None = None) -> CaseRunner:
-    """A runner for a client whose requests go through `waves` (what its cache lacks waits for the
-    next wave: `Backend.waves`): a case's probes register together."""
-    return CaseRunner(ev, client, judge, ask_all=lambda requests: waves.gather(ask, requests))
+    """A runner for a client whose requests go through `waves` (`Batched`, or a plan's
+    rehearsal): a case's probes are asked together, so they share a wave."""
+    return CaseRunner(ev, client, judge, gather=waves.gather)
 
 
 def _run_in_waves(
@@ -171,11 +187,10 @@ def _run_in_waves(
     about: Manifest,
     endpoint: BatchEndpoint,
     progress: bool,
-    jobs: int,
 ) -> None:
-    """Every case in passes, their requests in lock-step waves (`waves.Waves`); finished cases
-    written in plan order. The wave's results are kept in the response cache, or, without one, in
-    the run folder (a resumed run then sends none of them again)."""
+    """Every case in a thread of its own, their requests in lock-step waves (`waves.Waves`);
+    finished cases written in plan order. The wave's results are kept in the response cache, or,
+    without one, in the run folder (a resumed run then sends none of them again)."""
     if client.cache is None:
         client.cache = ResponseCache(folder.path / "wave-responses.sqlite")
         if judge is not None:
@@ -184,13 +199,11 @@ def _run_in_waves(
         endpoint,
         folder,
         client.cache,
-        workers=jobs,
         progress=progress,
         on_submitted=client.count_calls,
         poll_s=(ev.spec.batch_poll_seconds, max(60.0, ev.spec.batch_poll_seconds)),
     )
-    client.waves = waves
-    runner = in_waves(ev, client, waves, judge)
+    runner = in_waves(ev, Batched(client, waves), waves, judge)
     before = (about.waves or 0, list(about.batches), list(about.wave_seconds))  # they add up over resumes
 
     def after_wave() -> None:
@@ -210,8 +223,6 @@ def _run_in_waves(
             f"`harness run {ev.path} --batch --resume {folder.path}` collects their results "
             "without sending them again"
         ) from None
-    finally:
-        client.waves = None
     after_wave()
     if progress:
         print(

@@ -24,10 +24,9 @@ from ..models.backends import sampled
 from ..models.batch import BatchEndpoint, Outcome, Status
 from ..models.cache import ResponseCache
 from ..models.client import ModelError, Purpose, Reply, current_purpose, reply_problem
-from .cases import Case, plan_cases
+from .cases import plan_cases
 from .evals import Eval
 from .executors import in_waves
-from .runner import CaseRunner
 from .waves import Waves
 
 CHARS_PER_TOKEN = 4  # when the endpoint cannot count: a common rule of thumb for English text
@@ -94,67 +93,49 @@ def longest_reply(request: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class Occurrence:
-    """One request a case makes, as the plan counts it."""
-
-    key: str
-    cached: bool  # answered by the response cache as it stands before the run
-    max_tokens: int
-    purpose: Purpose  # what it is for, as tagged where it was made
-
-
-@dataclass
 class Rehearsal:
     """A `ModelClient` that sends nothing. Requests the cache answers are replayed from it; the
     others go to the next wave of the batch executor (`waves.Waves`, as in a batch run), whose
-    stand-in endpoint answers each with filler as long as its `max_tokens` allows. A case is played
-    again in every pass, so what it requested is counted (`commit`) from the pass it finishes in."""
+    stand-in endpoint answers each with filler as long as its `max_tokens` allows. Each request is
+    counted as a direct run would send it."""
 
     identity: str
     sampling: dict[str, Any]
     cache: ResponseCache | None
     waves: Waves
     stand_in: StandIn  # the waves' endpoint: it counted each request's input tokens
-    answered: dict[str, Any] = field(default_factory=dict)  # the waves' results, for the replays
+    answered: dict[str, Any] = field(default_factory=dict)  # the waves' results (their store)
     calls: int = 0  # requests a direct run would send
     cached: int = 0
     input_tokens: int = 0  # of the requests a direct run would send
     output_tokens: int = 0
     compaction: list[int] = field(default_factory=lambda: [0, 0, 0])  # of those: compaction requests, in, out
     sent: set[str] = field(default_factory=set)  # requests a direct run with a cache has sent by now
-    _played: threading.local = field(default_factory=threading.local)
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # cases play in threads
 
     def create(self, sample: int = 0, overrides: dict[str, Any] | None = None, **request: Any) -> Reply:
         _, key = sampled(self.identity, {**self.sampling, **(overrides or {})}, request, sample)
         hit = self.cache.get(key) if self.cache else None
-        usable = hit if hit is not None and reply_problem(hit) is None else None
-        self._played.requests.append(Occurrence(key, usable is not None, request["max_tokens"], current_purpose()))
-        if usable is not None:
-            return Reply(usable, cached=True)
-        if key in self.answered:
-            return Reply(self.answered[key])
-        self.waves.answer(key, request)  # unwinds the case until the next wave has the answer
-
-    def play(self, runner: CaseRunner, case: Case) -> list[Occurrence]:
-        """The requests one case makes, as far as the waves so far answer them."""
-        self._played.requests = []
-        runner.run(case)
-        requests: list[Occurrence] = self._played.requests
-        return requests
-
-    def commit(self, case: Case, requests: list[Occurrence]) -> None:
-        """Count a finished case's requests: cached, or sent by a direct run (with a cache, each
-        distinct request once)."""
-        for occurrence in requests:
-            if occurrence.cached or (self.cache and occurrence.key in self.sent):
+        if hit is not None and reply_problem(hit) is None:
+            with self._lock:
                 self.cached += 1
-                continue
-            self.sent.add(occurrence.key)
+            return Reply(hit, cached=True)
+        answer = self.answered.get(key) or self.waves.ask(key, request)
+        self._count(key, request["max_tokens"], current_purpose())
+        return Reply(answer)
+
+    def _count(self, key: str, max_tokens: int, purpose: Purpose) -> None:
+        """A request the cache lacked: sent by a direct run (with a cache, each distinct one once)."""
+        with self._lock:
+            if self.cache and key in self.sent:
+                self.cached += 1
+                return
+            self.sent.add(key)
             self.calls += 1
-            self.input_tokens += self.stand_in.tokens[occurrence.key]
-            self.output_tokens += occurrence.max_tokens
-            if occurrence.purpose == "compaction":
-                spent = (1, self.stand_in.tokens[occurrence.key], occurrence.max_tokens)
+            self.input_tokens += self.stand_in.tokens[key]
+            self.output_tokens += max_tokens
+            if purpose == "compaction":
+                spent = (1, self.stand_in.tokens[key], max_tokens)
                 self.compaction = [a + b for a, b in zip(self.compaction, spent)]
 
     def count_tokens(self, **request: Any) -> int:
@@ -249,13 +230,13 @@ def estimate(
     """Rehearse every case of the eval's plan in batch waves; see the module docstring."""
     endpoint = StandIn(counter)
     answers = Answers()
-    waves = Waves(endpoint, _Unrecorded(), answers, workers=1, poll_s=(0.0, 0.0), progress=False)
+    waves = Waves(endpoint, _Unrecorded(), answers, poll_s=(0.0, 0.0), progress=False)
     client = Rehearsal(
         identity=identity, sampling=sampling, cache=cache, waves=waves, stand_in=endpoint, answered=answers
     )
     runner = in_waves(ev, client, waves)
     cases = plan_cases(ev)
-    report = waves.run(cases, lambda case: client.play(runner, case), client.commit)
+    report = waves.run(cases, runner.run, lambda case, records: None)
     return Estimate(
         len(cases),
         client.cached,

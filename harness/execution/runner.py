@@ -1,12 +1,14 @@
 """Running one case: the scenario played through a fresh agent (`playing`), then every fact probed
 from its own copy of the history (`played.probe_request`, `answers.ask`) and its answer scored
 (`answers.Scorer`). An executor composes the steps (`executors`: one case at a time, several at
-once, or in batch waves, which send the probes of many cases together: `ask_all`).
+once, or in batch waves, which send a case's probes together: `gather`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from ..inputs.probes import probes
 from ..models.client import ModelClient, Usage
@@ -19,24 +21,22 @@ from .playing import CasePlayer
 
 Answer = tuple[str | None, str | None, Usage]  # the answer, or the error that stopped it; its cost
 CaseRecords = tuple[list[ProbeRecord], list[CompactionRecord], list[RetentionRecord], list[ActionRecord]]
+Gather = Callable[[list[Callable[[], Any]]], list[Any]]  # runs a case's probe requests, returning their results
+
+
+def one_by_one(jobs: list[Callable[[], Any]]) -> list[Any]:
+    return [job() for job in jobs]
 
 
 class CaseRunner:
     """The steps of a case, for an executor: `play`, `probe_requests`, `score`; `run` composes them.
-    `ask_all` sends a case's probe requests (default: one at a time, now)."""
+    `gather` sends a case's probe requests (default: one at a time, now)."""
 
-    def __init__(
-        self,
-        ev: Eval,
-        client: ModelClient,
-        judge: ModelClient | None = None,
-        ask_all: Callable[[list[ProbeRequest]], list[Answer]] | None = None,
-    ):
-        self.ev, self.client = ev, client
+    def __init__(self, ev: Eval, client: ModelClient, judge: ModelClient | None = None, gather: Gather = one_by_one):
+        self.ev, self.client, self.gather = ev, client, gather
         self.facts = probed_facts(ev)
         self.player = CasePlayer(ev, client, self.facts, {s.id: probes(s) for s in ev.scenarios})
         self.scorer = Scorer(ev, judge)
-        self.ask_all = ask_all or (lambda requests: list(map(ask, requests)))
         self.play: Callable[[Case], PlayedCase] = self.player.play
         self.score: Callable[..., ProbeRecord] = self.scorer.score  # (played, fact, answer, error, usage, answering)
 
@@ -60,6 +60,6 @@ class CaseRunner:
             requests = self.probe_requests(played)
             records = [
                 self.score(played, request.fact, *answer, answering=request.answering)
-                for request, answer in zip(requests, self.ask_all(requests))
+                for request, answer in zip(requests, self.gather([partial(ask, request) for request in requests]))
             ]
         return records, played.compactions, played.retention, played.actions

@@ -1,52 +1,46 @@
-"""Batch execution on the Message Batches API, in lock-step waves, in bounded threads and memory.
+"""Batch execution on the Message Batches API, in lock-step waves.
 
-A run goes in passes. In each pass a bounded pool plays every unfinished case from its start:
-the requests the store (the response cache, or the run's own) already answers are replayed from
-it, and the first request it does not answer is registered for the next wave, which unwinds the
-case (`Deferred`; the probes of a case register together). When the pass is over, the registered
-requests leave together as one wave: one batch, or several when a wave is over the provider's
-request or size limit, polled until they end, their results put in the store by `custom_id` (the
-request's cache key: identical requests of one wave are sent once). The next pass replays every
-unfinished case one step further. So the waves are as many as the longest chain of calls in the
-eval, as if every case waited in its own thread, while threads are the pool's and memory holds
-the cases the pool is playing, whatever the number of cases: a wave's requests, and the results
-of cases that finish before an earlier one (written in plan order), wait on disk.
+Each case is played once, from its start to its end, in a thread of its own (at most `in_flight`
+cases at a time; the next case starts when one finishes). Its model client (`Batched`) answers from
+the response cache what it can; a request the cache lacks is filed for the next wave, and the
+case's thread waits for it (`Waves.ask`). When every case in flight waits, the filed requests leave
+together as one wave: one batch, or several when a wave is over the provider's request or size
+limit, polled until they end. Each result wakes the cases that asked for it (identical requests of
+one wave are sent once: a request's `custom_id` is its cache key). So a case is never replayed,
+the work grows with the number of calls, and no exception passes through a user's strategy; the
+waves are as many as the longest chain of calls in the eval while its cases fit in flight (more
+cases go in cohorts, each as many waves). Results of cases that finish before an earlier one
+(written in plan order) wait on disk.
 
 Every submitted batch id goes to a journal (the run folder's `batches.jsonl`) before anything
-waits on it, so a resumed run collects the batches still in flight instead of paying twice.
+waits on it, and every result goes to the store (the response cache) as it is collected, so a
+resumed run collects the batches still in flight instead of paying twice.
 """
 
 from __future__ import annotations
 
-import json
 import pickle
 import sqlite3
 import sys
 import tempfile
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Protocol, TypeVar
-
-from tqdm import tqdm
+from typing import Any, Protocol, TypeVar
 
 from ..errors import plural
+from ..models.backends import Backend
 from ..models.batch import POLL_S, BatchEndpoint, BatchRejected, CtrlC, Outcome, wait_for
-from ..models.client import ModelError, api_problem, reply_problem
+from ..models.client import ModelError, Reply, api_problem, reply_problem
 
 RETRIED = ("errored", "expired", "canceled")  # outcomes sent again in the next wave
 MAX_ATTEMPTS = 3  # submissions of one request before it is recorded as an error
+IN_FLIGHT = 1000  # cases played at once: each waits in its own thread, holding its history
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
-
-
-class Deferred(BaseException):
-    """A case asked for a response its wave has not brought yet: it unwinds, to be played again
-    after the wave. A BaseException, so no `except Exception` on the way (a user's strategy) stops it."""
 
 
 class Journal(Protocol):
@@ -60,9 +54,8 @@ class Journal(Protocol):
 
 
 class Store(Protocol):
-    """Where the wave's results are kept for the replays (the response cache has this shape)."""
-
-    def get(self, key: str) -> dict[str, Any] | None: ...
+    """Where each result is kept as soon as it is collected, so a run killed before its case
+    used it resumes from it (the response cache, which the cases' client reads first)."""
 
     def put(self, key: str, response: dict[str, Any]) -> None: ...
 
@@ -79,29 +72,13 @@ class WaveReport:
     seconds: list[float] = field(default_factory=list)  # each wave's wait, submission to results
 
 
-class Pending:
-    """The requests registered for the next wave, on disk (a wave can hold a request of every case):
-    one row per custom_id, in the order they were first registered."""
+@dataclass
+class Filed:
+    """A request filed for the next wave: what is sent, and the cases' threads waiting for it."""
 
-    def __init__(self) -> None:
-        self._file = tempfile.NamedTemporaryFile(prefix="harness-wave-", suffix=".sqlite")
-        self._db = sqlite3.connect(self._file.name, check_same_thread=False)
-        self._db.execute("CREATE TABLE pending (custom_id TEXT PRIMARY KEY, params TEXT NOT NULL)")
-        self._lock = threading.Lock()  # the pool's cases register concurrently
-
-    def add(self, custom_id: str, params: dict[str, Any]) -> None:
-        with self._lock:
-            self._db.execute("INSERT OR IGNORE INTO pending VALUES (?, ?)", (custom_id, json.dumps(params)))
-
-    def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM pending").fetchone()[0])
-
-    def entries(self) -> Iterator[dict[str, Any]]:
-        for custom_id, params in self._db.execute("SELECT custom_id, params FROM pending ORDER BY rowid"):
-            yield {"custom_id": custom_id, "params": json.loads(params)}
-
-    def clear(self) -> None:
-        self._db.execute("DELETE FROM pending")
+    params: dict[str, Any]
+    answer: Future[dict[str, Any]] = field(default_factory=Future)
+    waiting: int = 0
 
 
 class Spill:
@@ -125,8 +102,8 @@ class Spill:
 
 
 class Waves:
-    """Runs cases in passes and their requests in waves (see the module docstring). A client in a
-    wave asks `answer`; a case sends its probes through `gather`; `run` drives everything."""
+    """Plays cases in threads and sends their requests in waves (see the module docstring). A case's
+    client asks `ask`; a case sends its probes through `gather`; `run` drives everything."""
 
     def __init__(
         self,
@@ -134,17 +111,23 @@ class Waves:
         journal: Journal,
         store: Store | None = None,
         *,
-        workers: int = 8,
+        in_flight: int = IN_FLIGHT,
         max_attempts: int = MAX_ATTEMPTS,
         poll_s: tuple[float, float] = POLL_S,
         progress: bool = True,
         on_submitted: Callable[[int], None] = lambda n: None,
     ):
-        self.endpoint, self.journal, self.store, self.workers = endpoint, journal, store, workers
+        self.endpoint, self.journal, self.store, self.in_flight = endpoint, journal, store, in_flight
         self.max_attempts, self.poll_s, self.progress, self.on_submitted = max_attempts, poll_s, progress, on_submitted
         self.report = WaveReport()
-        self.pending = Pending()
         self.ctrl_c = CtrlC()  # installed by whoever drives `adopt` and `run` (`with waves.ctrl_c:`)
+        # The cases' threads and the coordinator share what follows, under this condition.
+        self._changed = threading.Condition()
+        self._filed: dict[str, Filed] = {}  # by custom_id, in the order first filed
+        self._playing = 0  # threads playing a case and not waiting for a wave
+        self._finished: list[tuple[int, Any]] = []  # (position, result), not yet handed on
+        self._crashed: BaseException | None = None  # a bug in a case: the run stops with it
+        self._stopped = False
         # Only requests that failed keep state between waves (few): their submissions so far, and
         # the error of those that will not be sent again.
         self.attempts: dict[str, int] = {}
@@ -152,32 +135,57 @@ class Waves:
 
     # --- the cases' side -------------------------------------------------------------------
 
-    def answer(self, custom_id: str, params: dict[str, Any]) -> NoReturn:
-        """For a request the store does not answer: its error when it failed for good, else it is
-        registered for the next wave and the case unwinds."""
-        if custom_id in self.failed:
-            raise ModelError(self.failed[custom_id])
-        self.pending.add(custom_id, params)
-        raise Deferred()
+    def ask(self, custom_id: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The message that answers a request the store lacks, from the next wave (the case's
+        thread waits for it); its error when it failed for good."""
+        with self._changed:
+            if custom_id in self.failed:
+                raise ModelError(self.failed[custom_id])
+            filed = self._filed.setdefault(custom_id, Filed(params))
+            filed.waiting += 1
+            self._playing -= 1
+            self._changed.notify_all()
+        return filed.answer.result()
 
-    def gather(self, function: Callable[[Item], Result], items: Iterable[Item]) -> list[Result]:
-        """`function` over `items` (the probes of one case), registering every request they miss
-        before the case unwinds, so they share a wave."""
-        results, deferred = [], False
-        for item in items:
+    def gather(self, jobs: list[Callable[[], Result]]) -> list[Result]:
+        """Run `jobs` (the probes of one case), each in a thread of its own, so the requests they
+        file share a wave; the case's thread waits for them all."""
+        if len(jobs) < 2:
+            return [job() for job in jobs]
+        results: list[Any] = [None] * len(jobs)
+        errors: list[BaseException] = []
+        left = len(jobs)
+        done = threading.Event()
+
+        def one(index: int, job: Callable[[], Result]) -> None:
+            nonlocal left
             try:
-                results.append(function(item))
-            except Deferred:
-                deferred = True
-        if deferred:
-            raise Deferred()
+                results[index] = job()
+            except BaseException as exc:  # handed to the case's thread
+                errors.append(exc)
+            with self._changed:
+                left -= 1
+                if left:
+                    self._playing -= 1
+                    self._changed.notify_all()
+                else:  # the last one hands its place back to the case's thread
+                    done.set()
+
+        with self._changed:
+            self._playing += len(jobs) - 1  # the probes play; the case's thread waits for them
+        for index, job in enumerate(jobs):
+            threading.Thread(target=one, args=(index, job), daemon=True).start()
+        done.wait()
+        if errors:
+            raise errors[0]
         return results
 
     # --- the coordinator's side ------------------------------------------------------------
 
     def adopt(self) -> None:
         """Collect the batches a previous process submitted and did not collect (waiting for
-        those still in flight); their results answer the same requests without a new batch."""
+        those still in flight); their results answer the same requests from the store, without a
+        new batch."""
         import anthropic
 
         for batch_id, custom_ids in self.journal.in_flight():
@@ -211,48 +219,73 @@ class Waves:
         finished: Callable[[Item, Result], None],
         after_wave: Callable[[], None] = lambda: None,
     ) -> WaveReport:
-        """Play every case in passes until all have finished; `finished` gets each case's result in
-        the order of `cases`; `after_wave` runs after each wave."""
-        unfinished = list(range(len(cases)))
+        """Play every case; `finished` gets each case's result in the order of `cases`;
+        `after_wave` runs after each wave."""
+        queue = iter(range(len(cases)))
+        threads = min(self.in_flight, len(cases))
+        self._playing = threads
+        for _ in range(threads):
+            threading.Thread(target=self._play_cases, args=(queue, cases, play), daemon=True).start()
         early = Spill()  # results of cases that finished before an earlier one, until its turn
         written = 0  # cases[:written] have been handed to `finished`
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            while unfinished:
-                deferred = []
-                outcomes = ordered_map(pool, lambda i: _attempt(play, cases[i]), unfinished, 4 * self.workers)
-                for index, (done, result) in tqdm(
-                    zip(unfinished, outcomes),
-                    total=len(unfinished),
-                    unit="case",
-                    desc=f"pass {self.report.waves + 1}",
-                    disable=not self.progress,
-                    leave=False,
-                    file=sys.stderr,
-                ):
-                    self.ctrl_c.check()
-                    if not done:
-                        deferred.append(index)
-                        continue
-                    if index != written:
-                        early.put(index, result)
-                        continue
-                    finished(cases[index], result)
+        try:
+            while written < len(cases):
+                with self._changed:
+                    self._changed.wait_for(lambda: self._finished or not self._playing or self._crashed, 0.5)
+                    if self._crashed:
+                        raise self._crashed
+                    ready, self._finished = self._finished, []
+                    waiting = not self._playing
+                self.ctrl_c.check()
+                for index, result in ready:
+                    early.put(index, result)
+                while written in early:
+                    finished(cases[written], early.pop(written))
                     written += 1
-                    while written in early:
-                        finished(cases[written], early.pop(written))
-                        written += 1
-                unfinished = deferred
-                if len(self.pending):
+                if waiting and self._filed:
                     self._send_wave()
                     after_wave()
-                elif deferred:  # deferred with nothing to send cannot make progress: a bug, never a loop
-                    raise RuntimeError(f"{len(deferred)} cases wait for a wave with no request in it")
+                elif waiting and written < len(cases):  # nobody plays and nothing is filed: a bug, never a hang
+                    raise RuntimeError(f"{len(cases) - written} cases neither finished nor wait for a wave")
+        finally:
+            self._stop()
         return self.report
+
+    def _play_cases(self, queue: Any, cases: list[Any], play: Callable[[Any], Any]) -> None:
+        """One thread of the run: plays cases until none is left."""
+        while True:
+            with self._changed:
+                index = None if self._stopped else next(queue, None)
+                if index is None:
+                    self._playing -= 1
+                    self._changed.notify_all()
+                    return
+            try:
+                result = play(cases[index])
+            except BaseException as exc:  # a bug in the case: the coordinator raises it
+                with self._changed:
+                    self._crashed = self._crashed or exc
+                    self._playing -= 1
+                    self._changed.notify_all()
+                return
+            with self._changed:
+                self._finished.append((index, result))
+                self._changed.notify_all()
+
+    def _stop(self) -> None:
+        """After the run, or when it stops early: no case starts, and a case still waiting gets an
+        error instead of an answer, so no thread waits for ever."""
+        with self._changed:
+            self._stopped = True
+            filed, self._filed = self._filed, {}
+        for request in filed.values():
+            request.answer.set_exception(ModelError("the run stopped before this request's wave"))
 
     def _send_wave(self) -> None:
         self.report.waves += 1
         started = time.monotonic()
-        requests = len(self.pending)
+        wave = list(self._filed)  # every case waits: nothing is filed while the wave is sent
+        requests = len(wave)
         submitted, rejected = self._submit()
         if submitted:
             typical = sum(self.report.seconds) / len(self.report.seconds) if self.report.seconds else None
@@ -273,13 +306,9 @@ class Waves:
                 self._settle(custom_id, outcome)
                 answered.add(custom_id)
             self.journal.collected(batch_id)
-        for entry in self.pending.entries():  # whatever a batch did not answer is an error
-            if entry["custom_id"] not in answered:
-                self._settle(
-                    entry["custom_id"],
-                    rejected.get(entry["custom_id"]) or Outcome("missing", reason="no result in its batch"),
-                )
-        self.pending.clear()
+        # What no batch answered is an error (cases woken by the results file their next requests meanwhile).
+        for custom_id in [c for c in wave if c not in answered]:
+            self._settle(custom_id, rejected.get(custom_id) or Outcome("missing", reason="no result in its batch"))
         self.report.seconds.append(round(time.monotonic() - started, 3))
         if self.progress:
             again = self.report.retried - retried_before
@@ -291,10 +320,11 @@ class Waves:
             )
 
     def _submit(self) -> tuple[list[str], dict[str, Outcome]]:
-        """Submit the pending requests in batches within the limits, journaling each id as soon as
+        """Submit the filed requests in batches within the limits, journaling each id as soon as
         the provider accepts it; the requests of a rejected batch get the provider's reason."""
         submitted, rejected = [], {}
-        for part in self.endpoint.batches(self.pending.entries()):
+        filed = ({"custom_id": custom_id, "params": f.params} for custom_id, f in self._filed.items())
+        for part in self.endpoint.batches(filed):
             ids = [entry["custom_id"] for entry in part]
             for custom_id in ids:
                 self.attempts[custom_id] = self.attempts.get(custom_id, 0) + 1
@@ -312,8 +342,9 @@ class Waves:
         return submitted, rejected
 
     def _settle(self, custom_id: str, outcome: Outcome) -> None:
-        """Keep a request's outcome: its message in the store, or its error, or nothing (it is sent
-        again when a replay asks for it)."""
+        """Keep a request's outcome and wake the cases that wait for it: its message (also put in
+        the store at once, so a run killed now resumes from it), or its error; or nothing, when it
+        is sent again in the next wave."""
         attempts = self.attempts.get(custom_id, 1)
         if outcome.kind == "succeeded":
             message = outcome.message
@@ -322,38 +353,65 @@ class Waves:
                 self.attempts.pop(custom_id, None)
                 if self.store is not None:
                     self.store.put(custom_id, message)
+                self._wake(custom_id, message)
                 return
             # Paid for once and never cached: an error of the run, not a retry.
-            outcome = Outcome("invalid", reason=f"the batch result is not a Messages reply: {problem}")
-            self.failed[custom_id] = outcome.reason[:500]
+            self._fail(custom_id, f"the batch result is not a Messages reply: {problem}")
             return
         if outcome.kind in RETRIED and attempts < self.max_attempts and not _permanent(outcome):
             self.report.retried += 1
             self.attempts[custom_id] = attempts
             return
-        self.failed[custom_id] = f"batch result {outcome.kind} after {attempts} submission(s): {outcome.reason}"[:500]
+        self._fail(custom_id, f"batch result {outcome.kind} after {attempts} submission(s): {outcome.reason}")
+
+    def _fail(self, custom_id: str, error: str) -> None:
+        self.failed[custom_id] = error[:500]
+        self._wake(custom_id, ModelError(self.failed[custom_id]))
+
+    def _wake(self, custom_id: str, answer: dict[str, Any] | ModelError) -> None:
+        """Hand an answer to the cases waiting for it (none, for a batch adopted at the start)."""
+        with self._changed:
+            filed = self._filed.pop(custom_id, None)
+            if filed is None:
+                return
+            self._playing += filed.waiting  # counted before they wake, so no wave leaves without them
+        if isinstance(answer, ModelError):
+            filed.answer.set_exception(answer)
+        else:
+            filed.answer.set_result(answer)
 
 
-def _attempt(play: Callable[[Item], Result], case: Item) -> tuple[bool, Result | None]:
-    """(True, result) when the case finished; (False, None) when it waits for the next wave."""
-    try:
-        return True, play(case)
-    except Deferred:
-        return False, None
+@dataclass
+class Batched:
+    """The model client of a batch run: the backend's, except that a request its cache lacks goes
+    to the next wave, and `create` returns when the wave brings the answer."""
 
+    backend: Backend
+    waves: Waves
 
-def ordered_map(
-    pool: ThreadPoolExecutor, function: Callable[[Item], Result], items: list[Item], window: int
-) -> Iterator[Result]:
-    """`pool.map`, but with at most `window` items in flight, so a pass over many cases holds only
-    a window of them (and their results) at a time."""
-    queue: deque[Future[Result]] = deque()
-    for item in items:
-        queue.append(pool.submit(function, item))
-        if len(queue) >= window:
-            yield queue.popleft().result()
-    while queue:
-        yield queue.popleft().result()
+    @property
+    def identity(self) -> str:
+        return self.backend.identity
+
+    @property
+    def sampling(self) -> dict[str, Any]:
+        return self.backend.sampling
+
+    @property
+    def calls(self) -> int:
+        return self.backend.calls
+
+    def create(self, sample: int = 0, overrides: dict[str, Any] | None = None, **request: Any) -> Reply:
+        return self.backend.respond(request, sample, overrides, self._to_wave)
+
+    def _to_wave(self, key: str, request: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
+        return self.waves.ask(key, {"model": self.backend.model, **request, **sampling})
+
+    def count_tokens(self, **request: Any) -> int:
+        return self.backend.count_tokens(**request)
+
+    def check(self) -> None:
+        self.backend.check()
 
 
 def _permanent(outcome: Outcome) -> bool:

@@ -13,8 +13,9 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Protocol
+from typing import Any
 
 from ..messages import SummaryLayout
 from .cache import ResponseCache
@@ -32,11 +33,9 @@ class MalformedResponse(ModelError):
     """The server answered 200 with a body that is not a Messages reply, even after retries."""
 
 
-class WaveQueue(Protocol):
-    """Where a batch run sends a request the cache lacks (`execution.waves.Waves`): it unwinds the
-    case until the next wave has the answer."""
-
-    def answer(self, custom_id: str, params: dict[str, Any]) -> NoReturn: ...
+# Where a request the cache lacks goes: (its cache key, the request, the sampling settings) -> the
+# response. A direct call to the endpoint, or a batch run's next wave (`execution.waves.Batched`).
+Send = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 
 @dataclass
@@ -51,7 +50,6 @@ class Backend:
     prompt_caching: bool = False  # mark shared prefixes with cache_control (Anthropic's API)
     reads_text_tool_calls: bool = False  # a tool call the model wrote as text becomes a tool_use (`tool_text`)
     calls: int = 0  # requests actually sent to the model (cache hits excluded)
-    waves: WaveQueue | None = None  # in a batch run: requests the cache lacks go to its next wave
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # cases run in threads
 
     def create(self, sample: int = 0, overrides: dict[str, Any] | None = None, **request: Any) -> Reply:
@@ -59,15 +57,16 @@ class Backend:
         (tokens, latency, whether it came from the cache) attached. `sample` > 0
         asks for another independent sample of the same request (a repeat): its own seed where the
         server takes one, and its own cache entry. `overrides`: sampling settings of this request only
-        (a metric's own temperature). In a batch run (`waves` set) a request the cache
-        does not answer goes to the next wave instead (`waves.answer` unwinds the case)."""
+        (a metric's own temperature)."""
+        return self.respond(request, sample, overrides, lambda _key, request, sampling: self._send(request, sampling))
+
+    def respond(self, request: dict[str, Any], sample: int, overrides: dict[str, Any] | None, send: Send) -> Reply:
+        """`create`, with what the cache lacks answered by `send` (a batch run's waves)."""
         sampling, key = sampled(self.identity, {**self.sampling, **(overrides or {})}, request, sample)
         if self.cache and (hit := self.cache.get(key)) and reply_problem(hit) is None:  # never replay a bad entry
             return self._reply(request, hit, cached=True)
-        if self.waves:
-            self.waves.answer(key, {"model": self.model, **request, **sampling})
         started = time.monotonic()
-        response = self._send(request, sampling)
+        response = send(key, request, sampling)
         if self.cache:
             self.cache.put(key, response)  # as the server sent it: reading text calls is redone on replay
         return self._reply(request, response, latency_s=round(time.monotonic() - started, 3))

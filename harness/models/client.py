@@ -148,9 +148,16 @@ def usage_of(response: dict[str, Any]) -> Usage:
 
 
 class ModelClient(Protocol):
-    identity: str  # names the weights or endpoint in manifests and cache keys; never an API key
-    sampling: dict[str, Any]
-    calls: int
+    @property
+    def identity(self) -> str:
+        """Names the weights or endpoint in manifests and cache keys; never an API key."""
+
+    @property
+    def sampling(self) -> dict[str, Any]: ...
+
+    @property
+    def calls(self) -> int:
+        """Requests sent to the model so far (cache hits excluded)."""
 
     def create(self, **request: Any) -> dict[str, Any]: ...
 
