@@ -81,9 +81,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 ev = load_eval(path)
                 cases, facts = plan_cases(ev), probed_facts(ev)
                 probed = sum(len(facts[c.scenario]) for c in cases) if ev.spec.probes else 0
+                acted = sum(f.action is not None for c in cases for f in facts[c.scenario]) if ev.spec.probes else 0
                 print(
                     f"{path}: ok ({plural(len(ev.scenarios), 'scenario')}, {plural(len(ev.prompts), 'prompt')}; "
-                    f"a run plays {plural(len(cases), 'case')} and asks {plural(probed, 'probe')})"
+                    f"a run plays {plural(len(cases), 'case')} and asks {plural(probed, 'probe')}"
+                    + (f" and {plural(acted, 'action probe')})" if acted else ")")
                 )
                 print(power_line(ev, Path(args.results)))
                 print(claude_line(ev))

@@ -20,7 +20,7 @@ from ..records.schema import CaseRow, CompactionEvent, CompactionRecord, Retenti
 from ..scoring.affirmation import prohibits
 from ..scoring.matchers import SetMatch, states_about
 from . import behaviour, recovery
-from .agent import Agent, Tool, ToolRegistry, with_cache_breakpoint
+from .agent import AGENT_SYSTEM, Agent, Tool, ToolRegistry, with_cache_breakpoint
 from .cases import Case, first_unedited_turn, first_verbatim_turn
 from .evals import Eval
 from .failures import RECORDED_ERRORS, describe_error
@@ -105,6 +105,7 @@ class CasePlayer:
             strategy=strategy,
             settings=settings,
             max_tokens=self.ev.spec.reply_max_tokens,
+            system=self.ev.spec.agent_system or AGENT_SYSTEM,
             output_stream=io.StringIO(),
         )
 

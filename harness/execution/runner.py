@@ -1,18 +1,22 @@
 """Running one case: the scenario played through a fresh agent (`playing`), then every fact probed
 from its own copy of the history (`played.probe_request`, `answers.ask`) and its answer scored
-(`answers.Scorer`). An executor composes the steps (`executors`: one case at a time, several at
+(`answers.Scorer`), and every fact with an `action` probed for the step the agent takes
+(`action_probes`). An executor composes the steps (`executors`: one case at a time, several at
 once, or in batch waves, which send a case's probes together: `gather`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from functools import partial
 from typing import Any
 
-from ..inputs.probes import probes
+from ..inputs.probes import Probe, probes
+from ..inputs.scenario import CODING_TOOLS
 from ..models.client import ModelClient, Usage
-from ..records.schema import ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord
+from ..records.schema import ActionProbeRecord, ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord
+from .action_probes import DecisionPoint, take_step
 from .answers import Scorer, ask
 from .cases import Case, probed_facts
 from .evals import Eval
@@ -20,7 +24,9 @@ from .played import PlayedCase, ProbeRequest
 from .playing import CasePlayer
 
 Answer = tuple[str | None, str | None, Usage]  # the answer, or the error that stopped it; its cost
-CaseRecords = tuple[list[ProbeRecord], list[CompactionRecord], list[RetentionRecord], list[ActionRecord]]
+CaseRecords = tuple[
+    list[ProbeRecord], list[CompactionRecord], list[RetentionRecord], list[ActionRecord], list[ActionProbeRecord]
+]
 Gather = Callable[[list[Callable[[], Any]]], list[Any]]  # runs a case's probe requests, returning their results
 
 
@@ -49,17 +55,59 @@ class CaseRunner:
             for fact in self.facts[played.case.scenario]
         ]
 
+    def decision_points(self, played: PlayedCase) -> list[DecisionPoint]:
+        """One per fact with an `action`, from the history its probe is asked from."""
+        assert played.agent is not None, "a failed case has no history to probe"
+        tools = played.agent.tools.schemas() or CODING_TOOLS
+        points = []
+        for fact in self.facts[played.case.scenario]:
+            if fact.action is None:
+                continue
+            history, compactions, _ = played.when_asked(fact)
+            points.append(
+                DecisionPoint(
+                    fact=fact,
+                    probe=fact.action,
+                    history=history,
+                    compactions=compactions,
+                    system=played.agent.system,
+                    tools=tools,
+                    max_tokens=self.ev.spec.probe.max_tokens,
+                )
+            )
+        return points
+
     def run(self, case: Case) -> CaseRecords:
-        """The case's probe records, compaction records, retention records and next-action records."""
+        """The case's probe, compaction, retention, next-action and action-probe records."""
         played = self.play(case)
         if not self.ev.spec.probes:
-            return [], played.compactions, played.retention, played.actions
+            return [], played.compactions, played.retention, played.actions, []
+        facts = self.facts[case.scenario]
         if played.error:
-            records = [self.score(played, fact, error=played.error) for fact in self.facts[case.scenario]]
-        else:
-            requests = self.probe_requests(played)
-            records = [
-                self.score(played, request.fact, *answer, answering=request.answering)
-                for request, answer in zip(requests, self.gather([partial(ask, request) for request in requests]))
-            ]
-        return records, played.compactions, played.retention, played.actions
+            records = [self.score(played, fact, error=played.error) for fact in facts]
+            return records, played.compactions, played.retention, played.actions, self._failed(played, facts)
+        requests, points = self.probe_requests(played), self.decision_points(played)
+        results = self.gather(
+            [partial(ask, request) for request in requests]
+            + [partial(take_step, self.client, point, played.row) for point in points]
+        )
+        records = [
+            self.score(played, request.fact, *answer, answering=request.answering)
+            for request, answer in zip(requests, results)
+        ]
+        return records, played.compactions, played.retention, played.actions, results[len(requests) :]
+
+    @staticmethod
+    def _failed(played: PlayedCase, facts: list[Probe]) -> list[ActionProbeRecord]:
+        return [
+            ActionProbeRecord(
+                **asdict(played.row),
+                fact=fact.fact_id,
+                kind=fact.action.kind_of(fact.kind),
+                say=fact.action.say,
+                planted_turn=fact.planted_turn,
+                error=played.error,
+            )
+            for fact in facts
+            if fact.action is not None
+        ]

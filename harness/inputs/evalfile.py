@@ -244,6 +244,12 @@ class EvalFile(BaseModel):
         "Set it to fit the model's context window.",
     )
     reply_max_tokens: StrictInt = Field(default=200, ge=1, description="Token limit of live agent replies.")
+    agent_system: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The agent's system prompt, in every request it makes (live turns, probes, action "
+        "probes); unset: a helpful assistant that answers briefly from the conversation.",
+    )
     cut: Literal["turns", "steps", "recorded"] = Field(
         default="turns",
         description="Where compaction may cut: turns (the seed's: only between user turns), steps "

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..scoring.matchers import Expectation, Target
 from ..scoring.polarity import Reading, RuleKind, read_rule
-from .scenario import Fact, Scenario, Value
+from .scenario import ActionProbe, Fact, Scenario, Value
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class Probe:
     probe_at: int | None = None  # asked before this turn is played; None: after the conversation
     item_turns: tuple[int, ...] = ()  # a set that grows: each item's planting turn (values: the items so far)
     said: tuple[tuple[int, str], ...] = ()  # (turn, text) of each turn that set a value: the rule's own words
+    action: ActionProbe | None = None  # also probe what the agent does (`execution.action_probes`)
 
     @property
     def rule(self) -> RuleKind | None:
@@ -118,6 +119,7 @@ def probes(scenario: Scenario) -> list[Probe]:
                 fact.probe_at,
                 tuple(fact.item_turns),
                 tuple((t, scenario.turns[t].text()) for t, _ in values),
+                fact.action,
             )
         )
     return result

@@ -153,6 +153,109 @@ def _matcher_name(name: str) -> str:
     return name
 
 
+def _tool_schema(name: str, description: str, **properties: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": {"type": "object", "properties": properties, "required": list(properties)},
+    }
+
+
+# Offered at an action probe's decision point when the scenario declares no tools: a coding agent's.
+CODING_TOOLS = [
+    _tool_schema("Bash", "Run a shell command in the repository.", command={"type": "string"}),
+    _tool_schema("Read", "Read a file.", file_path={"type": "string"}),
+    _tool_schema(
+        "Edit",
+        "Replace a string in a file.",
+        file_path={"type": "string"},
+        old_string={"type": "string"},
+        new_string={"type": "string"},
+    ),
+    _tool_schema("Write", "Write a whole file.", file_path={"type": "string"}, content={"type": "string"}),
+    _tool_schema(
+        "TodoWrite",
+        "Replace the plan: every todo with its status (pending, in_progress or completed).",
+        todos={
+            "type": "array",
+            "items": {"type": "object", "properties": {"content": {"type": "string"}, "status": {"type": "string"}}},
+        },
+    ),
+]
+
+
+class StepRules(_Strict):
+    """What one step of the agent does, as rules look for it: each listed field is a test, any of
+    its entries passing it."""
+
+    paths: list[Text] = Field(
+        default=[],
+        description="Files the step writes or edits, as globs ('billing/*.py'); a folder ending in / "
+        "covers every file under it; a relative path matches wherever it sits.",
+    )
+    programs: list[Text] = Field(
+        default=[],
+        description="Programs a shell command of the step runs (the first word of each of its commands, "
+        "`bash -c` included; a word in a comment or a quoted argument runs nothing).",
+    )
+    tools: list[Text] = Field(default=[], description="Names of the tool the step calls, in any case.")
+    mentions: list[Text] = Field(
+        default=[], description="Text the step's arguments contain ('release/2.3'), in any case."
+    )
+    reopens: list[Text] = Field(
+        default=[], description="Plan items a plan-tool call (TodoWrite, update_plan) lists as not finished."
+    )
+
+    @model_validator(mode="after")
+    def _can_match(self) -> StepRules:
+        for program in self.programs:
+            if any(c.isspace() for c in program) or "/" in program:
+                raise ValueError(f"{program!r}: a program is one word (`curl`), as a command's first word reads")
+        return self
+
+    def given(self) -> dict[str, list[str]]:
+        """The tests this set of rules makes, by field."""
+        return {name: getattr(self, name) for name in type(self).model_fields if getattr(self, name)}
+
+
+class ActionProbe(_Strict):
+    """A decision point after the cut: the user says something whose natural next step differs
+    depending on whether the fact is remembered; the agent takes one step, graded by rules."""
+
+    say: Text = Field(description="The user's line after the cut ('Check the endpoint by hand.').")
+    must_not: StepRules = Field(default_factory=StepRules, description="A step that does any of these violates.")
+    must: StepRules = Field(
+        default_factory=StepRules,
+        description="A step complies only when it passes each test listed here too; a step that "
+        "violates nothing and fails one of them is neither (unset: any tool call that violates nothing complies).",
+    )
+    kind: Slug | None = Field(
+        default=None,
+        description="What the report groups it under; unset: the fact's kind, a constraint's as "
+        "constraint-path, constraint-tool or constraint-action by its `must_not`.",
+    )
+
+    @model_validator(mode="after")
+    def _rules(self) -> ActionProbe:
+        forbidden, required = self.must_not.given(), self.must.given()
+        if not forbidden and not required:
+            raise ValueError("an action probe needs a rule: `must_not`, `must`, or both")
+        for name, entries in required.items():
+            both = sorted({e.lower() for e in entries} & {e.lower() for e in forbidden.get(name, [])})
+            if both:
+                raise ValueError(f"`{name}` {both[0]!r} is both required and forbidden: no step could comply")
+        return self
+
+    def kind_of(self, fact_kind: str) -> str:
+        if self.kind:
+            return self.kind
+        if fact_kind != "constraint":
+            return fact_kind
+        if self.must_not.paths:
+            return "constraint-path"
+        return "constraint-tool" if self.must_not.programs or self.must_not.tools else "constraint-action"
+
+
 class Fact(Value):
     """A fact planted in the turn that declares it, probed after the conversation."""
 
@@ -204,6 +307,11 @@ class Fact(Value):
         default=None,
         description="Where the fact came from, for a reader (an importer "
         "says which text of the log it was derived from).",
+    )
+    action: ActionProbe | None = Field(
+        default=None,
+        description="Also probe what the agent does: a decision point after the cut, graded by rules "
+        "(asked where the probe is, after every strategy, the full history and no history alike).",
     )
     constraint: bool | None = Field(
         default=None,
@@ -385,6 +493,10 @@ class Scenario(_Strict):
     tools: list[Tool] = []
     checks: Checks | None = Field(default=None, description="Forbidden files and tools beyond the constraint facts.")
     turns: list[Turn] = Field(min_length=1)
+
+    def action_tools(self) -> list[str]:
+        """The tools an action probe's step may call: the scenario's, else `CODING_TOOLS`."""
+        return [tool.name for tool in self.tools] or [tool["name"] for tool in CODING_TOOLS]
 
     def scripted_history(self) -> list[dict[str, Any]]:
         """The whole conversation as scripted, live replies left out: what budgets are shares of."""

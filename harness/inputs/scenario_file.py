@@ -12,8 +12,9 @@ from ..errors import InputError, Loc
 from ..scoring.matchers import ScoringError, item_forms, mentions, states
 from ..scoring.normalize import distinctive, numbers_in
 from ..scoring.verdict import abstains
+from ..tool_vocabulary import SHELL_TOOLS
 from .files import LocatedYaml, load_yaml
-from .scenario import Fact, Scenario
+from .scenario import ActionProbe, Fact, Scenario, StepRules
 
 
 def _check_distinctive(doc: LocatedYaml, loc: Loc, fields: Mapping[str, Sequence[str | None]]) -> None:
@@ -49,6 +50,8 @@ def _check(doc: LocatedYaml, scenario: Scenario) -> None:
             if fact.match == "exact":
                 exact.add(fact.id)
             _check_planted(doc, scenario, t, f)
+            if fact.action is not None:
+                _check_action(doc, ("turns", t, "facts", f, "action"), fact.action, scenario.action_tools())
         _check_supersedes(doc, scenario, t, planted, exact)
 
 
@@ -94,6 +97,22 @@ def _check_supersedes(doc: LocatedYaml, scenario: Scenario, t: int, planted: dic
                 raise doc.error(loc + ("items", missing[0]), f"{change.items[missing[0]]!r} does not occur in {where}")
         elif not states(turn.text(), change.expectation(), within=True):
             raise doc.error(loc + ("answer",), f"{change.answer!r} does not occur in {where}")
+
+
+def _check_action(doc: LocatedYaml, loc: Loc, action: ActionProbe, offered: list[str]) -> None:
+    """A rule that can never match is refused: a tool not offered at the decision point, or a
+    program when no shell tool is."""
+    shells = [name for name in offered if name.lower() in SHELL_TOOLS]
+    for side in ("must_not", "must"):
+        rules: StepRules = getattr(action, side)
+        for i, name in enumerate(rules.tools):
+            if name.lower() not in {o.lower() for o in offered}:
+                problem = f"no tool {name!r} is offered at the decision point ({', '.join(offered)})"
+                raise doc.error(loc + (side, "tools", i), problem)
+        if rules.programs and not shells:
+            raise doc.error(
+                loc + (side, "programs"), f"no shell tool is offered at the decision point ({', '.join(offered)})"
+            )
 
 
 def _check_item_turns(doc: LocatedYaml, loc: Loc, fact: Fact, scenario: Scenario, t: int) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 
 # What a request is for, set where the harness makes it (`purpose`): an agent's step, a compaction (any
 # request a strategy sends while it compacts), a probe's answer, the next step at a cut, the judge.
-Purpose = Literal["agent", "compaction", "probe", "next-step", "judge"]
+Purpose = Literal["agent", "compaction", "probe", "action-probe", "next-step", "judge"]
 _PURPOSE: ContextVar[Purpose] = ContextVar("request_purpose", default="agent")
 
 

@@ -4,8 +4,10 @@
 description of every field); `analysis` and `reports` read it through `load_run`, without
 importing the runner, the agent or any model SDK. Files: `records.jsonl` (one `ProbeRecord` per
 probe), `retention.jsonl` (one `RetentionRecord` per compaction per fact folded so far),
-`compactions.jsonl` (one `CompactionRecord` per compaction), `scenarios.jsonl` (each scenario's
-turns as text), `cases.jsonl` (finished cases, what `--resume` skips), `manifest.json`.
+`compactions.jsonl` (one `CompactionRecord` per compaction), `actions.jsonl` (one `ActionRecord`
+per cut whose next step is measured), `action_probes.jsonl` (one `ActionProbeRecord` per action
+probe), `scenarios.jsonl` (each scenario's turns as text), `cases.jsonl` (finished cases, what
+`--resume` skips), `manifest.json`.
 """
 
 from .folder import RunFolder, read_jsonl

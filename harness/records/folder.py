@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .schema import ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord, row_of
+from .schema import ActionProbeRecord, ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord, row_of
 
 BASELINE_FILES = (
     "records.jsonl",
@@ -26,6 +26,7 @@ BASELINE_FILES = (
     "compactions.jsonl",
     "manifest.json",  # what the gate reads
     "actions.jsonl",
+    "action_probes.jsonl",
 )
 
 
@@ -64,11 +65,12 @@ def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
 class RunFolder:
     def __init__(self, path: Path):
         self.path = path
-        self.records, self.compactions, self.retention, self.actions, self.cases = (
+        self.records, self.compactions, self.retention, self.actions, self.action_probes, self.cases = (
             path / "records.jsonl",
             path / "compactions.jsonl",
             path / "retention.jsonl",
             path / "actions.jsonl",
+            path / "action_probes.jsonl",
             path / "cases.jsonl",
         )
 
@@ -110,7 +112,7 @@ class RunFolder:
     def finished_cases(self) -> set[str]:
         """Cases marked finished; lines of any other case are dropped, to be redone."""
         done = {row["case"] for row in read_jsonl(self.cases)}
-        for path in (self.records, self.compactions, self.retention, self.actions):
+        for path in (self.records, self.compactions, self.retention, self.actions, self.action_probes):
             _rewrite(path, [r for r in read_jsonl(path) if r["case"] in done])
         _rewrite(self.cases, [{"case": c} for c in sorted(done)])
         return done
@@ -131,12 +133,14 @@ class RunFolder:
         compactions: list[CompactionRecord],
         retention: list[RetentionRecord],
         actions: Sequence[ActionRecord] = (),
+        action_probes: Sequence[ActionProbeRecord] = (),
     ) -> None:
         for path, rows in (
             (self.records, records),
             (self.compactions, compactions),
             (self.retention, retention),
             (self.actions, actions),
+            (self.action_probes, action_probes),
         ):
             _append_lines(path, [row_of(r) for r in rows])
         _append_lines(self.cases, [{"case": case_id}])

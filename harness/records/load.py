@@ -19,6 +19,7 @@ from .manifest import Manifest, load_manifest
 from .schema import (
     ACTION_METRICS,
     OVERFLOWED,
+    ActionProbeRecord,
     ActionRecord,
     CompactionRecord,
     ProbeRecord,
@@ -90,6 +91,11 @@ def load_actions(run_dir: str | Path) -> pd.DataFrame:
     return _labelled(read_rows(run_dir, "actions.jsonl"), ActionRecord)
 
 
+def load_action_probes(run_dir: str | Path) -> pd.DataFrame:
+    """Action-probe rows: per fact with an `action`, the step taken at its decision point and its grade."""
+    return _labelled(read_rows(run_dir, "action_probes.jsonl"), ActionProbeRecord)
+
+
 def load_compactions(run_dir: str | Path) -> pd.DataFrame:
     return _labelled(read_rows(run_dir, "compactions.jsonl"), CompactionRecord)
 
@@ -156,6 +162,7 @@ class Run:
     manifest: Manifest
     turns: dict[str, list[str]] = field(default_factory=dict)  # per scenario; empty for older runs
     actions: pd.DataFrame = field(default_factory=pd.DataFrame)  # next-action rows; empty unless measured
+    action_probes: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty unless the scenarios have some
     path: Path | None = None  # the folder it was read from
 
     def rows(self, metric: str) -> pd.DataFrame:
@@ -192,5 +199,6 @@ def load_run(run_dir: str | Path) -> Run:
         manifest=load_manifest(run_dir),
         turns=turns,
         actions=load_actions(run_dir),
+        action_probes=load_action_probes(run_dir),
         path=Path(run_dir),
     )

@@ -205,6 +205,34 @@ class ActionRecord(CaseRow):
     searches: int | None = None  # the recovery arm: searches the compacted agent made before its step
 
 
+class StepOutcome(StrEnum):
+    """How an action probe's step is graded by its rules."""
+
+    COMPLIES = "complies"
+    VIOLATES = "violates"
+    NEITHER = "neither"  # no tool call (asks, refuses, answers in text), or a step the rules do not speak to
+
+
+@dataclass(kw_only=True)
+class ActionProbeRecord(CaseRow):
+    """One action probe: at a decision point after the case was played, the step the agent took
+    and how its rules grade it (`execution.action_probes`)."""
+
+    fact: str  # the fact whose `action` this is
+    kind: str  # what the report groups it under (`ActionProbe.kind_of`)
+    say: str  # the user's line at the decision point
+    planted_turn: int
+    compactions: int | None = None  # compactions before the probe
+    step: str | None = None  # the step as an action key (`harness.actions`); None: the request failed
+    text: str | None = None  # what the reply said beside (or instead of) its call, cut to 500 characters
+    outcome: str | None = None  # a `StepOutcome`; None: the request failed
+    reason: str | None = None  # which rule the step met or missed
+    from_text: bool | None = None  # the model wrote the call as text, and it was read as a call
+    error: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
 @dataclass(kw_only=True)
 class CompactionRecord(CaseRow):
     """One compaction: where it ran in the case, and what the strategy reported (the fields of
@@ -220,7 +248,7 @@ class CompactionRecord(CaseRow):
         return {**line, **event}
 
 
-Record = ProbeRecord | RetentionRecord | CompactionRecord | ActionRecord
+Record = ProbeRecord | RetentionRecord | CompactionRecord | ActionRecord | ActionProbeRecord
 
 
 def row_of(record: Record) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from ..analysis.action_probes import action_probe_table, informative_share, uninformative
 from ..analysis.gate import manifest_settings
 from ..records import Run
 from ..records.load import prompted
@@ -125,6 +126,15 @@ TABLES = [
         "Where the compacted agent went instead (the most frequent different steps)",
         lambda run: next_action_substitutes(run.actions) if not run.actions.empty else pd.DataFrame(),
     ),
+    Table(
+        "Action probes: can each kind tell? (informative: the full history's step complies, no history's does not)",
+        lambda run: informative_share(run.action_probes),
+    ),
+    Table(
+        "Action probes: what the agent does at a decision point, over the informative probes",
+        lambda run: action_probe_table(run.action_probes),
+    ),
+    Table("Action probes that cannot tell, and why", lambda run: uninformative(run.action_probes)),
     Table(
         "The recovery arm: recall when the agent may search what compaction folded, and what searching cost",
         recovery_arm,

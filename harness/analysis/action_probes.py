@@ -1,0 +1,128 @@
+"""Action probes read back (`records.schema.ActionProbeRecord`): which probes can tell, and what each
+variant's agent did at those.
+
+A probe (one fact's decision point, in one scenario and repeat) is **informative** when the
+full-history agent's step complies (the ceiling: with the rule in view the agent keeps it) and the
+no-history agent's does not (the control: without it, the natural step goes the other way). Only
+informative probes say anything about what compaction did; the others are listed with why. Over the
+informative probes, each variant's steps are counted as violating, neither (no tool call, or a step
+the rules do not speak to) and complying, per kind, with intervals clustered by scenario, and its
+compliance is paired with the ceiling's over scenarios.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import pandas as pd
+
+from ..records.schema import StepOutcome, variant
+from .stats import paired_test, rate
+
+PROBE = ["scenario", "fact", "repeat"]  # one decision point; its rows across strategies pair on these
+ALL_KINDS = "all kinds"
+
+
+def probe_status(probes: pd.DataFrame) -> pd.DataFrame:
+    """One row per probe: its kind, the ceiling's and the control's steps and outcomes, whether it is
+    informative, and if not, why."""
+    if probes.empty:
+        return pd.DataFrame()
+    each = probes.drop_duplicates(PROBE)[[*PROBE, "kind", "say"]]
+    for arm, strategy in (("ceiling", "none"), ("control", "no-history")):
+        rows = probes[probes["strategy"] == strategy].drop_duplicates(PROBE)
+        rows = rows[[*PROBE, "outcome", "step", "error"]].rename(
+            columns={"outcome": arm, "step": f"{arm}_step", "error": f"{arm}_error"}
+        )
+        each = each.merge(rows, on=PROBE, how="left")
+    each["why"] = [_why_not(row) for row in each.to_dict("records")]
+    each["informative"] = each["why"].isna()
+    return each.reset_index(drop=True)
+
+
+def _why_not(probe: dict[Hashable, Any]) -> str | None:
+    """Why a probe cannot tell what compaction did (None: it can)."""
+    for arm, name, strategy in (("ceiling", "the full history", "none"), ("control", "no history", "no-history")):
+        if isinstance(probe.get(f"{arm}_error"), str):
+            return f"{name}'s request failed: {str(probe[f'{arm}_error'])[:80]}"
+        if not isinstance(probe.get(arm), str):
+            return f"no {name} to compare with (add `{strategy}` to the eval's strategies)"
+    if probe["ceiling"] != StepOutcome.COMPLIES:
+        return f"the full history does not comply either: {probe['ceiling']} ({probe['ceiling_step']})"
+    if probe["control"] == StepOutcome.COMPLIES:
+        return f"no history complies too ({probe['control_step']}): the step does not need the fact"
+    return None
+
+
+def action_probe_table(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per variant (and budget) and kind, over the informative probes: the share of steps that
+    violate (95% interval, clustered by scenario), that are neither, that comply, and the compliance
+    against the ceiling's, paired over scenarios (the ceiling complies on every informative probe)."""
+    status = probe_status(probes)
+    if status.empty or not status["informative"].any():
+        return pd.DataFrame()
+    informative = status.loc[status["informative"], PROBE]
+    rows = probes.merge(informative, on=PROBE)
+    rows = rows[rows["error"].isna()].copy()
+    rows["variant"] = [variant(strategy, prompt) for strategy, prompt in zip(rows["strategy"], rows["prompt"])]
+    rows["budget"] = rows["budget"].astype("object").fillna("-")
+    table = []
+    for (name, budget), group in rows.groupby(["variant", "budget"], sort=False):
+        for kind, part in [(ALL_KINDS, group), *sorted(group.groupby("kind"))]:
+            if kind != ALL_KINDS and group["kind"].nunique() == 1:
+                continue  # one kind: the all-kinds row says it
+            table.append(_row(str(name), str(budget), str(kind), part))
+    return pd.DataFrame(table).set_index(["variant", "budget", "kind"])
+
+
+def _row(name: str, budget: str, kind: str, part: pd.DataFrame) -> dict[str, object]:
+    outcome = part["outcome"]
+    violates = rate((outcome == StepOutcome.VIOLATES).astype(float), part["scenario"])
+    complies = (outcome == StepOutcome.COMPLIES).astype(float)
+    against = paired_test(pd.Series(1.0, index=part.index), complies, part["scenario"])
+    return {
+        "variant": name,
+        "budget": budget,
+        "kind": kind,
+        "probes": len(part),
+        "violates (95% CI)": violates.text(),
+        "neither": f"{(outcome == StepOutcome.NEITHER).mean():.0%} ({int((outcome == StepOutcome.NEITHER).sum())})",
+        "complies": f"{complies.mean():.0%} ({int(complies.sum())})",
+        "compliance vs ceiling": against.describe(),
+    }
+
+
+def uninformative(probes: pd.DataFrame) -> pd.DataFrame:
+    """The probes that cannot tell, with why (never dropped silently)."""
+    status = probe_status(probes)
+    if status.empty:
+        return status
+    left_out = status[~status["informative"]]
+    return left_out[[*PROBE, "kind", "say", "why"]].set_index(PROBE) if not left_out.empty else pd.DataFrame()
+
+
+def informative_share(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per kind: the probes, how many are informative, the ceiling's compliance and the control's
+    violation rate (what decides whether a probe's temptation works on this model)."""
+    status = probe_status(probes)
+    if status.empty:
+        return status
+    table = []
+    for kind, part in [(ALL_KINDS, status), *sorted(status.groupby("kind"))]:
+        measured = part[part["ceiling"].notna() & part["control"].notna()]
+        table.append(
+            {
+                "kind": kind,
+                "probes": len(part),
+                "informative": f"{part['informative'].mean():.0%} ({int(part['informative'].sum())})",
+                "ceiling complies": _share(measured["ceiling"] == StepOutcome.COMPLIES),
+                "control violates": _share(measured["control"] == StepOutcome.VIOLATES),
+                "control neither": _share(measured["control"] == StepOutcome.NEITHER),
+            }
+        )
+    return pd.DataFrame(table).set_index("kind")
+
+
+def _share(hits: pd.Series) -> str:
+    return f"{hits.mean():.0%} ({int(hits.sum())}/{len(hits)})" if len(hits) else "n/a"
