@@ -111,6 +111,28 @@ def test_a_small_eval_end_to_end(tmp_path, capsys, monkeypatch):
     assert strip(read_jsonl(second / "records.jsonl")) == strip(records)
 
 
+def test_action_probes_on_the_embedded_model(tmp_path, capsys):
+    """evals/actions.yaml's sessions with their decision points, on the fast model: every case asks
+    every action probe, each step is read and graded (or its error recorded), and the report says
+    which probes can tell."""
+    root = Path(__file__).parents[1]
+    eval_file = tmp_path / "actions.yaml"
+    eval_file.write_text(
+        (root / "evals" / "actions.yaml").read_text().replace("../scenarios/actions/", f"{root}/scenarios/actions/")
+    )
+    results = tmp_path / "results"
+    command = ["run", str(eval_file), "--model", FAST, "--results", str(results), "--quiet"]
+    assert main([*command, "--prompt-id", "seed", "--scenario", "orders-httpie"]) == 0
+    (run_dir,) = (results / "runs").iterdir()
+    steps = read_jsonl(run_dir / "action_probes.jsonl")
+    # seed, keeps-nothing, none and no-history, one decision point each.
+    assert len(steps) == 4 and {s["strategy"] for s in steps} == {"summary", "none", "no-history"}
+    assert all((s["outcome"] in ("complies", "violates", "neither")) != bool(s["error"]) for s in steps)
+    assert all(s["step"] and s["reason"] for s in steps if s["outcome"])
+    assert {s["kind"] for s in steps} == {"constraint-tool"}
+    assert "Action probes: can each kind tell?" in capsys.readouterr().out
+
+
 def test_chat_command_shows_compaction(monkeypatch, capsys):
     lines = "Tell me about the Eiffel Tower in detail.\nAnd the Louvre?\nAnd Notre-Dame?\nquit\n"
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
