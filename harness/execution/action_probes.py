@@ -38,19 +38,20 @@ def grade(step: actions.Action, probe: ActionProbe) -> Graded:
     """How the probe's rules grade one step (see the module docstring)."""
     if step.tool is None:
         return Graded(outcome=StepOutcome.NEITHER, reason="no tool call")
-    broken = _met(step, probe.must_not)
-    if broken:
-        return Graded(outcome=StepOutcome.VIOLATES, reason="; ".join(broken))
-    required = probe.must.given()
+    if broken := _met(step, probe.must_not):
+        return Graded(outcome=StepOutcome.VIOLATES, reason=_reading(broken))
     met = _met(step, probe.must)
-    missed = [name for name in required if not any(line.startswith(f"{name}:") for line in met)]
-    if missed:
+    if missed := [name for name in probe.must.given() if name not in met]:
         return Graded(outcome=StepOutcome.NEITHER, reason=f"violates nothing; does not meet must {', '.join(missed)}")
-    return Graded(outcome=StepOutcome.COMPLIES, reason="; ".join(met) or "violates nothing")
+    return Graded(outcome=StepOutcome.COMPLIES, reason=_reading(met) or "violates nothing")
 
 
-def _met(step: actions.Action, rules: StepRules) -> list[str]:
-    """Each test of `rules` the step passes, as "field: the entry it met"."""
+def _reading(met: dict[str, str]) -> str:
+    return "; ".join(f"{name}: {entry}" for name, entry in met.items())
+
+
+def _met(step: actions.Action, rules: StepRules) -> dict[str, str]:
+    """Each test of `rules` the step passes, with the first entry it met."""
     tool, arguments = step.tool or "", step.arguments or {}
     written, _ = touches(tool, arguments)
     line = command_line(arguments) if tool.lower() in SHELL_TOOLS else None
@@ -65,7 +66,7 @@ def _met(step: actions.Action, rules: StepRules) -> list[str]:
         "mentions": [m for m in rules.mentions if m.lower() in text],
         "reopens": [item for item in rules.reopens if item in open_items],
     }
-    return [f"{name}: {hits[0]}" for name, hits in found.items() if hits]
+    return {name: hits[0] for name, hits in found.items() if hits}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,16 +82,25 @@ class DecisionPoint:
     max_tokens: int
 
 
+def unanswered(
+    fact: Probe, row: CaseRow, compactions: int | None = None, error: str | None = None
+) -> ActionProbeRecord:
+    """The record of a fact's action probe before (or instead of) its step: a failed case's has its error."""
+    assert fact.action is not None, "only a fact with an action has an action probe"
+    return ActionProbeRecord(
+        **asdict(row),
+        fact=fact.fact_id,
+        kind=fact.action.kind_of(fact.kind),
+        say=fact.action.say,
+        planted_turn=fact.planted_turn,
+        compactions=compactions,
+        error=error,
+    )
+
+
 def take_step(client: ModelClient, point: DecisionPoint, row: CaseRow) -> ActionProbeRecord:
     """Ask for the agent's next step at the decision point (one request; nothing is run) and grade it."""
-    record = ActionProbeRecord(
-        **asdict(row),
-        fact=point.fact.fact_id,
-        kind=point.probe.kind_of(point.fact.kind),
-        say=point.probe.say,
-        planted_turn=point.fact.planted_turn,
-        compactions=point.compactions,
-    )
+    record = unanswered(point.fact, row, point.compactions)
     try:
         with purpose("action-probe"):
             reply = client.create(

@@ -8,15 +8,14 @@ once, or in batch waves, which send a case's probes together: `gather`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
 from functools import partial
 from typing import Any
 
-from ..inputs.probes import Probe, probes
+from ..inputs.probes import probes
 from ..inputs.scenario import CODING_TOOLS
 from ..models.client import ModelClient, Usage
 from ..records.schema import ActionProbeRecord, ActionRecord, CompactionRecord, ProbeRecord, RetentionRecord
-from .action_probes import DecisionPoint, take_step
+from .action_probes import DecisionPoint, take_step, unanswered
 from .answers import Scorer, ask
 from .cases import Case, probed_facts
 from .evals import Eval
@@ -85,7 +84,8 @@ class CaseRunner:
         facts = self.facts[case.scenario]
         if played.error:
             records = [self.score(played, fact, error=played.error) for fact in facts]
-            return records, played.compactions, played.retention, played.actions, self._failed(played, facts)
+            failed = [unanswered(fact, played.row, error=played.error) for fact in facts if fact.action]
+            return records, played.compactions, played.retention, played.actions, failed
         requests, points = self.probe_requests(played), self.decision_points(played)
         results = self.gather(
             [partial(ask, request) for request in requests]
@@ -96,18 +96,3 @@ class CaseRunner:
             for request, answer in zip(requests, results)
         ]
         return records, played.compactions, played.retention, played.actions, results[len(requests) :]
-
-    @staticmethod
-    def _failed(played: PlayedCase, facts: list[Probe]) -> list[ActionProbeRecord]:
-        return [
-            ActionProbeRecord(
-                **asdict(played.row),
-                fact=fact.fact_id,
-                kind=fact.action.kind_of(fact.kind),
-                say=fact.action.say,
-                planted_turn=fact.planted_turn,
-                error=played.error,
-            )
-            for fact in facts
-            if fact.action is not None
-        ]
