@@ -362,37 +362,11 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
             base_prompt, because = resolve_against(prompt, baseline, against)
             mine = cand[(cand["strategy"] == strategy) & (cand["prompt"] == prompt)]
             theirs = base[(base["strategy"] == strategy) & (base["prompt"] == base_prompt)]
-            name, base_name = variant(strategy, prompt), variant(strategy, base_prompt)
             for budget in sorted(mine["budget"].unique(), key=budget_order) + [ALL_BUDGETS]:
                 rows = mine if budget == ALL_BUDGETS else mine[mine["budget"] == budget]
                 reference = theirs if budget == ALL_BUDGETS else theirs[theirs["budget"] == budget]
-                comparison = pair_units(reference, rows, f"baseline {base_name}", f"candidate {name}", metric)
-                if comparison.n == 0:
-                    raise CannotJudge(
-                        f"no {metric} units pair up for {name!r} at budget {budget}: "
-                        "the baseline does not cover this eval; record a new one"
-                    )
-                cell = Cell(
-                    metric=metric,
-                    variant=name,
-                    baseline_variant=base_name,
-                    budget=budget,
-                    comparison=comparison,
-                    error_rate=_errors(candidate, metric, strategy, prompt),
-                    detectable_drop=minimum_detectable_drop(
-                        reference["value"], reference["scenario"], settings.alpha, settings.power
-                    ),
-                    strategy=strategy,
-                    prompt_id=prompt,
-                    baseline_prompt_id=base_prompt,
-                    paired_because=because,
-                )
-                if cell.error_rate > settings.max_error_rate:
-                    raise CannotJudge(
-                        f"{cell.name}: {cell.error_rate:.0%} of units failed with errors "
-                        f"(limit {settings.max_error_rate:.0%}); see the run's records"
-                    )
-                _judge(cell, settings)
+                pairing = Pairing(metric, strategy, prompt, base_prompt, because, budget)
+                cell = _cell(pairing, reference, rows, _errors(candidate, metric, strategy, prompt), settings)
                 verdict.cells.append(cell)
                 if budget == ALL_BUDGETS:
                     verdict.kinds += kind_guards(theirs, mine, cell, settings)
@@ -410,6 +384,53 @@ def evaluate(baseline: Run, candidate: Run, settings: GateSettings, against: str
     if problem := sensitivity_problem(baseline, settings.alpha):
         verdict.cannot_judge.append(problem)
     return verdict
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Which candidate variant a cell compares with which baseline variant, on what, and why."""
+
+    metric: str
+    strategy: str
+    prompt: str
+    baseline_prompt: str
+    because: str
+    budget: str
+
+
+def _cell(
+    pairing: Pairing, reference: pd.DataFrame, rows: pd.DataFrame, error_rate: float, settings: GateSettings
+) -> Cell:
+    """One judged cell: the candidate's units against the baseline's, paired; cannot judge when
+    none pair or too many failed with errors."""
+    name, base_name = variant(pairing.strategy, pairing.prompt), variant(pairing.strategy, pairing.baseline_prompt)
+    comparison = pair_units(reference, rows, f"baseline {base_name}", f"candidate {name}", pairing.metric)
+    if comparison.n == 0:
+        raise CannotJudge(
+            f"no {pairing.metric} units pair up for {name!r} at budget {pairing.budget}: "
+            "the baseline does not cover this eval; record a new one"
+        )
+    drop = minimum_detectable_drop(reference["value"], reference["scenario"], settings.alpha, settings.power)
+    cell = Cell(
+        metric=pairing.metric,
+        variant=name,
+        baseline_variant=base_name,
+        budget=pairing.budget,
+        comparison=comparison,
+        error_rate=error_rate,
+        detectable_drop=drop,
+        strategy=pairing.strategy,
+        prompt_id=pairing.prompt,
+        baseline_prompt_id=pairing.baseline_prompt,
+        paired_because=pairing.because,
+    )
+    if cell.error_rate > settings.max_error_rate:
+        raise CannotJudge(
+            f"{cell.name}: {cell.error_rate:.0%} of units failed with errors "
+            f"(limit {settings.max_error_rate:.0%}); see the run's records"
+        )
+    _judge(cell, settings)
+    return cell
 
 
 def kind_guards(theirs: pd.DataFrame, mine: pd.DataFrame, overall: Cell, settings: GateSettings) -> list[Cell]:

@@ -11,7 +11,7 @@ from ..inputs.probes import Probe
 from ..messages import Message, render_message
 from ..models.client import ModelClient, Usage, purpose
 from ..records.schema import OVERFLOWED, ProbeRecord
-from ..scoring.matchers import SetMatch, states
+from ..scoring.matchers import Expectation, SetMatch, states
 from ..scoring.verdict import verdict
 from . import recovery
 from .cases import first_verbatim_turn
@@ -71,13 +71,7 @@ class Scorer:
         self._locate(record, played, fact)
         if error is not None or answer is None:  # an answer is missing only beside its error
             return record
-        record.answer, record.verdict = answer, verdict(answer, fact.target)
-        record.f1 = fact.target.matcher.score(answer, expected)
-        record.extras = fact.target.matcher.extras(answer, expected)
-        if expected is not None and isinstance(expected.matcher, SetMatch):  # the items `_locate` listed
-            names, constraint = expected.matcher.names, expected.constraint
-            for item in record.items or []:
-                item["named"] = names(answer, item["item"], within=False, constraint=constraint)
+        _grade(record, fact, answer)
         record.input_tokens, record.output_tokens = usage.input_tokens, usage.output_tokens
         record.cache_read_tokens, record.latency_s, record.cached = (
             usage.cache_read_tokens,
@@ -86,22 +80,9 @@ class Scorer:
         )
         record.tool_calls_from_text = usage.tool_calls_from_text
         if self.ev.strategy(played.case.strategy).recovery and answering is not None:
-            searches = recovery.searches_in(answering)
-            record.searches, record.requests = (
-                len(searches.queries),
-                sum(1 for m in answering if m["role"] == "assistant"),
-            )
-            record.found_by_search = (
-                None if expected is None else searches.found(lambda text: states(text, expected, within=True))
-            )
+            _searched(record, answering, expected)
         if self.judge is not None and record.verdict == "forgot" and expected is not None:
-            try:
-                record.judge = judge_says_recalled(self.judge, fact.question, expected, answer)
-            except RECORDED_ERRORS as exc:
-                record.verdict, record.error = "error", f"judge: {describe_error(exc)}"
-                return record
-            if record.judge:
-                record.verdict = "recalled"
+            _judged(self.judge, record, fact, expected, answer)
         return record
 
     def _locate(self, record: ProbeRecord, played: PlayedCase, fact: Probe) -> None:
@@ -158,3 +139,35 @@ class Scorer:
                 }
                 for item in expected.items
             ]
+
+
+def _grade(record: ProbeRecord, fact: Probe, answer: str) -> None:
+    """The answer's verdict, F1 and extras; for a set, which of the items `_locate` listed it names."""
+    expected = fact.target.expected
+    record.answer, record.verdict = answer, verdict(answer, fact.target)
+    record.f1 = fact.target.matcher.score(answer, expected)
+    record.extras = fact.target.matcher.extras(answer, expected)
+    if expected is not None and isinstance(expected.matcher, SetMatch):
+        names, constraint = expected.matcher.names, expected.constraint
+        for item in record.items or []:
+            item["named"] = names(answer, item["item"], within=False, constraint=constraint)
+
+
+def _searched(record: ProbeRecord, answering: list[Message], expected: Expectation | None) -> None:
+    """The recovery arm's searches before the answer, and whether one found the fact."""
+    searches = recovery.searches_in(answering)
+    record.searches, record.requests = len(searches.queries), sum(1 for m in answering if m["role"] == "assistant")
+    record.found_by_search = (
+        None if expected is None else searches.found(lambda text: states(text, expected, within=True))
+    )
+
+
+def _judged(judge: ModelClient, record: ProbeRecord, fact: Probe, expected: Expectation, answer: str) -> None:
+    """The judge's word on a `forgot` (an error of the judge's is the record's error)."""
+    try:
+        record.judge = judge_says_recalled(judge, fact.question, expected, answer)
+    except RECORDED_ERRORS as exc:
+        record.verdict, record.error = "error", f"judge: {describe_error(exc)}"
+        return
+    if record.judge:
+        record.verdict = "recalled"

@@ -13,7 +13,7 @@ from typing import Any
 from ..compaction.context import CompactionSettings, ToolClearing
 from ..inputs.evalfile import Prompt
 from ..inputs.probes import Probe
-from ..inputs.scenario import Scenario
+from ..inputs.scenario import Scenario, Turn
 from ..messages import measure, render_message
 from ..models.client import ModelClient
 from ..records.schema import CaseRow, CompactionEvent, CompactionRecord, RetentionRecord
@@ -160,26 +160,7 @@ class CasePlayer:
                         self._compact(agent, index, played, scenario)
                     for fact in asked_before.get(index, []):  # what was the agent about to do?
                         played.early[fact.fact_id] = self.probe_request(agent, fact, played)
-                    if turn.assistant is None:
-                        agent.messages.append({"role": "user", "content": turn.user})
-                        played.starts.append(agent.messages[-1])
-                        played.turn_messages.append([agent.messages[-1]])
-                        before = len(agent.messages)
-                        reply = agent.respond()
-                        # The ceiling's history gets the live reply as played (its last text, if a
-                        # compaction inside the loop moved the messages).
-                        live = (
-                            agent.messages[before:]
-                            if agent.messages[before - 1] is played.starts[-1]
-                            else [{"role": "assistant", "content": [{"type": "text", "text": reply or "(no reply)"}]}]
-                        )
-                        played.full += [played.starts[-1], *live]
-                    else:
-                        added = turn.messages(index)
-                        played.starts.append(added[0])
-                        played.turn_messages.append(added)
-                        agent.messages += added
-                        played.full += added
+                    _take_turn(agent, turn, index, played)
                 # The compaction the agent would run before the next user line (the probe).
                 agent.settings = replace(agent.settings, recorded_summary=None)
                 self._compact(agent, len(scenario.turns), played, scenario)
@@ -298,3 +279,28 @@ def _returns(result: str) -> Callable[..., str]:
         return result
 
     return run
+
+
+def _take_turn(agent: Agent, turn: Turn, index: int, played: PlayedCase) -> None:
+    """One scripted turn into the agent's history: a user line the agent answers live, or a turn
+    with its recorded reply; `played` keeps where each turn starts and the full history."""
+    if turn.assistant is not None:
+        added = turn.messages(index)
+        played.starts.append(added[0])
+        played.turn_messages.append(added)
+        agent.messages += added
+        played.full += added
+        return
+    agent.messages.append({"role": "user", "content": turn.user})
+    played.starts.append(agent.messages[-1])
+    played.turn_messages.append([agent.messages[-1]])
+    before = len(agent.messages)
+    reply = agent.respond()
+    # The ceiling's history gets the live reply as played (its last text, if a compaction inside
+    # the loop moved the messages).
+    live = (
+        agent.messages[before:]
+        if agent.messages[before - 1] is played.starts[-1]
+        else [{"role": "assistant", "content": [{"type": "text", "text": reply or "(no reply)"}]}]
+    )
+    played.full += [played.starts[-1], *live]

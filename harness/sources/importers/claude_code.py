@@ -22,6 +22,8 @@ from ...errors import InputError, plural
 from .logfile import json_lines, log_name
 from .session import Builder, Session, slug, text_of, tool_use_call
 
+Line = tuple[int, dict[str, Any]]  # a line's number in the file and its entry
+
 
 def read(path: Path) -> list[Session]:
     session = Session(
@@ -97,37 +99,27 @@ def _by_uuid(
     return by_uuid
 
 
-def _main_path(
-    lines: list[tuple[int, dict[str, Any]]], session: Session, name: str
-) -> list[tuple[int, dict[str, Any]]]:
+def _main_path(lines: list[Line], session: Session, name: str) -> list[Line]:
     """The lines of the conversation the session ended on, in order (see the module docstring).
     The chain is followed through every line (a meta line may sit between two turns); only the
     conversation's own lines are kept from it. Where the chain breaks (a parent that no line has,
     a cycle), that is said with the line, and the lines before it are read in file order."""
-
-    def conversational(entry: dict[str, Any]) -> bool:
-        return entry.get("type") in ("user", "assistant") and not entry.get("isSidechain") and not entry.get("isMeta")
-
-    def kept(entry: dict[str, Any]) -> bool:
-        return conversational(entry) or (entry.get("type") == "system" and entry.get("subtype") == "compact_boundary")
-
     by_uuid = _by_uuid(lines, session, name)
     position = {id(entry): i for i, (_, entry) in enumerate(lines)}
 
-    def before(node: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any]] | None:
+    def before(node: Line) -> Line | None:
         """Where a broken chain goes on: the conversation's line just before `node` in the file."""
         return next(
             (
                 lines[j]
                 for j in range(position[id(node[1])] - 1, -1, -1)
-                if conversational(lines[j][1]) and id(lines[j][1]) not in seen
+                if _conversational(lines[j][1]) and id(lines[j][1]) not in seen
             ),
             None,
         )
 
-    candidates = [line for line in lines if conversational(line[1])]
+    candidates = [line for line in lines if _conversational(line[1])]
     if any(entry.get("parentUuid") or entry.get("logicalParentUuid") for _, entry in candidates):
-        Line = tuple[int, dict[str, Any]]
         path: list[Line] = []
         seen: set[int] = set()
         node: Line | None = candidates[-1]
@@ -156,10 +148,26 @@ def _main_path(
         path.reverse()
     else:  # an old or hand-made log with no links: file order
         path = lines
+    _say_left_out(lines, path, session)
+    return [line for line in path if _kept(line[1])]
+
+
+def _conversational(entry: dict[str, Any]) -> bool:
+    return entry.get("type") in ("user", "assistant") and not entry.get("isSidechain") and not entry.get("isMeta")
+
+
+def _kept(entry: dict[str, Any]) -> bool:
+    return _conversational(entry) or (entry.get("type") == "system" and entry.get("subtype") == "compact_boundary")
+
+
+def _say_left_out(
+    lines: list[tuple[int, dict[str, Any]]], path: list[tuple[int, dict[str, Any]]], session: Session
+) -> None:
+    """A note per kind of line the conversation's path leaves out, with how many."""
     on_path = {id(entry) for _, entry in path}
     left: Counter[str] = Counter()
     for _, entry in lines:
-        if id(entry) in on_path and kept(entry):
+        if id(entry) in on_path and _kept(entry):
             continue
         left[
             "sidechain (subagent)"
@@ -167,9 +175,8 @@ def _main_path(
             else "meta"
             if entry.get("isMeta")
             else "rewound (on a branch the session left)"
-            if conversational(entry) or kept(entry)
+            if _conversational(entry) or _kept(entry)
             else f"{entry.get('type') or 'untyped'}{' ' + entry['subtype'] if entry.get('subtype') else ''}"
         ] += 1
     for kind, count in sorted(left.items()):
         session.notes.append(f"{kind}: {plural(count, 'line')} left out")
-    return [line for line in path if kept(line[1])]
