@@ -26,10 +26,10 @@ from .analysis import gate as _gate
 from .analysis.compare import Comparison, compare_variants
 from .execution.evals import Eval, load_eval
 from .execution.executors import execute
+from .execution.provenance import keep_baseline, recorded_answers
 from .inputs.evalfile import GateSettings
 from .records import Run, load_run
 from .records.audit import AuditResult
-from .records.folder import record_baseline
 
 __all__ = [
     "AuditResult",
@@ -62,16 +62,29 @@ def run(
     base_url: str | None = None,
     judge: str | None = None,
     progress: bool = False,
+    baseline: str | Path | None = None,
     **overrides: Any,
 ) -> Run:
     """Run an eval (a loaded `Eval`, or a path with `load_eval`'s overrides) as `harness run` does,
-    the response cache under `results`, and return the finished run."""
+    the response cache under `results`, and return the finished run. `baseline`: a baseline folder
+    whose recorded responses answer the requests identical to its own (a gate's candidate, as
+    `harness gate` runs it), when the model runtime is the one it was recorded with."""
     if not isinstance(ev, Eval):
         ev = load_eval(ev, **overrides)
     elif overrides:
         raise TypeError("overrides apply when the eval is given as a path; load_eval takes them")
+    recorded = recorded_answers(Path(baseline)).responses if baseline and cache else None
     return load_run(
-        execute(ev, Path(results), base_url=base_url, jobs=jobs, judge_model=judge, cache=cache, progress=progress)
+        execute(
+            ev,
+            Path(results),
+            base_url=base_url,
+            jobs=jobs,
+            judge_model=judge,
+            cache=cache,
+            progress=progress,
+            recorded=recorded,
+        )
     )
 
 
@@ -81,10 +94,11 @@ def open_run(path: str | Path) -> Run:
 
 
 def baseline(finished: Run, results: str | Path = "results", name: str | None = None) -> Path:
-    """Record a finished run as its eval's baseline (`results/baselines/NAME`), as `harness baseline`."""
+    """Record a finished run as its eval's baseline (`results/baselines/NAME`), as `harness baseline`:
+    its records, and the responses its requests got from the response cache under `results`."""
     if finished.path is None:
         raise ValueError("this run was not read from a folder: open it with open_run")
-    return record_baseline(finished.path, Path(results) / "baselines", name or finished.manifest.name)
+    return keep_baseline(finished.path, Path(results), name or finished.manifest.name)
 
 
 def compare(

@@ -22,6 +22,7 @@ class FakeClient:
         self.requests: list[dict[str, Any]] = []
         self.purposes: list[str] = []  # each request's purpose, as tagged where it was made
         self.identity, self.sampling, self.model = identity, {}, "fake-model"
+        self.cache = None  # as a Backend opened without a response cache
 
     def create(self, sample: int = 0, overrides: dict | None = None, **request: Any) -> Reply:
         # A snapshot, not a live reference; a sample or sampling override of the request is kept with it.
@@ -69,6 +70,9 @@ class FakeAnthropic:
     def __init__(self, reply: Callable[[dict[str, Any]], Any] | None = None):
         self.fake = FakeClient(reply)
         self.messages = self
+
+    def with_options(self, **_options: Any) -> FakeAnthropic:
+        return self  # the endpoint check's retries and timeout change nothing here
 
     def create(self, model: str, extra_body: dict | None = None, **request: Any) -> SimpleNamespace:
         try:

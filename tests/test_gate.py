@@ -2,6 +2,7 @@
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -498,3 +499,68 @@ def test_a_verdict_is_a_value_every_output_renders():
         assert verdict.outcome == outcome and verdict.exit_code == EXIT_CODES[outcome]
     xml = junit_xml(Verdict([], [passing, unchecked, failing]))
     assert 'tests="3"' in xml and 'failures="1"' in xml and 'skipped="1"' in xml and 'message="grew"' in xml
+
+
+def test_a_candidates_requests_identical_to_the_baselines_are_answered_by_its_recorded_responses(
+    tmp_path, capsys, monkeypatch, eval_file
+):
+    """A baseline keeps the responses of its run; a gate's candidate sends the model only the
+    requests that differ (another prompt, another runtime, or --no-cache), and says how many it
+    did not send."""
+    from fakes import FakeAnthropic
+
+    import harness.execution.executors
+    from harness.models.backends import Backend
+
+    def echo(request):  # a summary quotes the transcript (and the prompt); an answer names every number
+        return json.dumps(request["messages"])[-400:]
+
+    endpoints: list[FakeAnthropic] = []
+
+    def opened(*_args, **_kwargs):
+        endpoints.append(FakeAnthropic(echo))
+        return Backend(endpoints[-1], "m", "fake", {"temperature": 0.0, "seed": 0})
+
+    def sent() -> int:  # requests that reached the model, the endpoint check's one-token request aside
+        return sum(r.get("max_tokens") != 1 for r in endpoints[-1].fake.requests)
+
+    monkeypatch.setattr(harness.execution.executors, "open_model", opened)
+    results = tmp_path / "results"
+    assert main(["run", str(eval_file), "--results", str(results), "--quiet"]) == 0
+    made = sent()
+    assert made > 10
+    run_dir = next((results / "runs").iterdir())
+    capsys.readouterr()
+    assert main(["baseline", str(run_dir), "--results", str(results)]) == 0
+    assert f"(with the responses to {made} of its run's {made} requests)" in capsys.readouterr().out
+    shutil.rmtree(results / "cache")  # a fresh clone in CI has the baseline and no cache
+
+    def gate_run(*flags: str) -> tuple[int, dict, str]:
+        code = main(["gate", str(eval_file), "--results", str(results), "--quiet", *flags])
+        newest = max((results / "runs").iterdir(), key=lambda p: p.stat().st_mtime_ns)
+        return code, json.loads((newest / "manifest.json").read_text()), capsys.readouterr().err
+
+    code, about, err = gate_run()
+    assert sent() == 0 and about["model_calls"] == 0 and about["answered_by_baseline"] == made
+    assert f"the baseline's {made} recorded responses answer the requests identical to its own" in err
+    gate_md = (max((results / "runs").iterdir(), key=lambda p: p.stat().st_mtime_ns) / "gate" / "gate.md").read_text()
+    assert f"{made} requests of the candidate's run, identical to the baseline's" in gate_md
+    shutil.rmtree(results / "cache", ignore_errors=True)
+
+    code, about, _ = gate_run("--no-cache")  # no cache at all: a request asked twice is sent twice
+    assert sent() >= made and about["model_calls"] == sent() and about.get("answered_by_baseline") is None
+
+    recorded_with = json.loads((results / "baselines" / "unit" / "manifest.json").read_text())
+    (results / "baselines" / "unit" / "manifest.json").write_text(
+        json.dumps({**recorded_with, "versions": {**recorded_with["versions"], "xllamacpp": "0.0.1"}})
+    )
+    shutil.rmtree(results / "cache", ignore_errors=True)
+    code, about, err = gate_run()
+    assert "the model runtime changed (xllamacpp 0.0.1 then" in err
+    assert sent() == made and about.get("answered_by_baseline") is None
+    (results / "baselines" / "unit" / "manifest.json").write_text(json.dumps(recorded_with))
+
+    shutil.rmtree(results / "cache", ignore_errors=True)
+    (eval_file.parent / "user-lines.txt").write_text("Keep the user's lines, every one.")  # another prompt
+    code, about, _ = gate_run()
+    assert 0 < about["model_calls"] == sent() and about["answered_by_baseline"] == made - sent()

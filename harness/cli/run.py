@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, describe_error, plural
 from ..inputs.evalfile import GateSettings
@@ -28,9 +29,12 @@ from .common import (
 )
 
 
-def run_eval_of(args: argparse.Namespace, control: bool = True) -> tuple[Eval, Path]:
+def run_eval_of(
+    args: argparse.Namespace, control: bool = True, recorded: Mapping[str, dict[str, Any]] | None = None
+) -> tuple[Eval, Path]:
     """Run (or resume) the eval named on the command line; return it and its run folder.
-    `control`: also run the eval's keeps-nothing control prompt (a gate reads the baseline's)."""
+    `control`: also run the eval's keeps-nothing control prompt (a gate reads the baseline's).
+    `recorded`: a baseline's responses, answering the requests identical to its own."""
     from ..execution.executors import execute
 
     ev = load_eval_of(args, control=control)
@@ -51,6 +55,7 @@ def run_eval_of(args: argparse.Namespace, control: bool = True) -> tuple[Eval, P
         cache=not args.no_cache,
         resume=args.resume,
         progress=not args.quiet,
+        recorded=recorded,
     )
 
 
@@ -94,6 +99,7 @@ def gate_settings(args: argparse.Namespace, about: Manifest) -> GateSettings:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from ..analysis import gate
+    from ..execution.provenance import recorded_answers
     from ..records import load_manifest, load_run
     from ..reports.gate import write_outputs
 
@@ -109,7 +115,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
             baseline = gate.load_baseline(baseline_dir(ev.spec.name))
             for prompt in ev.prompts:
                 gate.resolve_against(prompt.id, baseline, args.against)  # raises before the run if it cannot pair
-        run_dir = args.run or run_eval_of(args, control=False)[1]
+        recorded = None
+        if not (args.run or args.no_cache):  # --no-cache sends every request to the model
+            answers = recorded_answers(baseline_dir(ev.spec.name))
+            print(f"gate: {answers.line()}", file=sys.stderr)
+            recorded = answers.responses
+        run_dir = args.run or run_eval_of(args, control=False, recorded=recorded)[1]
         about = load_manifest(run_dir)
         settings = gate_settings(args, about)
         baseline_path = baseline_dir(about.name)
@@ -129,11 +140,15 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    from ..records import load_manifest
-    from ..records.folder import record_baseline
+    from ..execution.provenance import keep_baseline
+    from ..models.cache import read_keys
+    from ..records import RunFolder, load_manifest
+    from ..records.folder import baseline_responses
 
-    name = args.name or load_manifest(args.run_dir).name
-    print(f"baseline recorded: {record_baseline(args.run_dir, Path(args.results) / 'baselines', name)}")
+    path = keep_baseline(args.run_dir, Path(args.results), args.name or load_manifest(args.run_dir).name)
+    kept, asked = len(baseline_responses(path)), len(read_keys(RunFolder(args.run_dir).request_keys))
+    gone = f"; {asked - kept} had left the response cache and will be sent again" if kept < asked else ""
+    print(f"baseline recorded: {path} (with the responses to {kept} of its run's {plural(asked, 'request')}{gone})")
     return EXIT_OK
 
 

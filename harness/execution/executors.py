@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,11 +53,13 @@ def execute(
     cache: bool = True,
     resume: Path | None = None,
     progress: bool = False,
+    recorded: Mapping[str, dict[str, Any]] | None = None,
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
 ) -> Path:
     """Open the eval's model (and the judge's), prove the endpoints, and run: what `harness run`
-    does after reading the eval. The response cache lives under `results_dir`; `say` gets the
-    judge's calibration, measured before it gives any verdict."""
+    does after reading the eval. The response cache lives under `results_dir`; `recorded` (a
+    baseline's responses, `records.folder.baseline_responses`) answers the identical requests it
+    lacks; `say` gets the judge's calibration, measured before it gives any verdict."""
     from .judge import calibrate
 
     jobs = jobs or default_jobs(ev.spec.model, base_url or ev.spec.base_url)
@@ -87,6 +89,7 @@ def execute(
         jobs=jobs,
         batch=batch,
         judge_calibration=calibration.record() if calibration else None,
+        recorded=recorded,
     )
 
 
@@ -101,42 +104,72 @@ def run_eval(
     jobs: int = 1,
     batch: BatchEndpoint | None = None,
     judge_calibration: dict[str, Any] | None = None,
+    recorded: Mapping[str, dict[str, Any]] | None = None,
 ) -> Path:
     """Run every case not yet finished, `jobs` at a time, or (`batch`) all together in waves on
-    the Message Batches API; return the run folder. Each case's own calls stay in order."""
+    the Message Batches API; return the run folder. Each case's own calls stay in order. With a
+    response cache, the keys the run answers are written to its folder (`request_keys.txt`, what
+    `harness baseline` keeps the responses of) and `recorded` answers what the cache lacks."""
     if resume and not resume.is_dir():
         raise InputError(resume, "not a run folder (no such folder)")
     folder = RunFolder(resume) if resume else RunFolder.new(Path(results_dir) / "runs", ev.spec.name)
     with folder.locked():
-        about = _resumed(folder, manifest(ev, client, judge)) if resume else manifest(ev, client, judge)
-        about.started = about.started or now()
-        about.judge_calibration = judge_calibration or about.judge_calibration
-        about.write(folder.path)  # resumable at once
-        folder.write_scenarios({s.id: [turn.text() for turn in s.turns] for s in ev.scenarios})
-        if not batch and (in_flight := folder.in_flight()):  # sending them again would pay twice
-            raise InputError(
-                folder.path,
-                f"this run has batches in flight ({', '.join(b for b, _ in in_flight)}); "
-                "resume it with --batch to collect them",
-            )
+        about = _opened(
+            folder, manifest(ev, client, judge), ev, resume is not None, batch is not None, judge_calibration
+        )
         done = folder.finished_cases()
+        if client.cache:
+            client.cache = client.cache.for_run(folder.request_keys, recorded)
+            if judge:
+                judge.cache = client.cache
         if progress:
             print(f"run folder: {folder.path}", file=sys.stderr)
         todo = [case for case in plan_cases(ev) if case.id not in done]
         calls_before, calls_at_start = about.model_calls or 0, client.calls  # model_calls adds up over resumes
+        recorded_before = about.answered_by_baseline or 0
+
+        def count(about: Manifest) -> None:
+            about.model_calls = calls_before + client.calls - calls_at_start
+            if client.cache and client.cache.answered_by_recorded:
+                about.answered_by_baseline = recorded_before + client.cache.answered_by_recorded
 
         def write(case: Case, results: CaseRecords) -> None:
             folder.write_case(case.id, *results)
-            about.model_calls = calls_before + client.calls - calls_at_start
+            count(about)
             about.write(folder.path)
 
         if batch:
             _run_in_waves(ev, client, judge, todo, write, folder, about, batch, progress)
         else:
             _run_direct(ev, CaseRunner(ev, client, judge), todo, write, jobs, progress)
-        about.finished, about.model_calls = now(), calls_before + client.calls - calls_at_start
+        about.finished = now()
+        count(about)
         about.write(folder.path)
     return folder.path
+
+
+def _opened(
+    folder: RunFolder,
+    about: Manifest,
+    ev: Eval,
+    resumed: bool,
+    batch: bool,
+    judge_calibration: dict[str, Any] | None,
+) -> Manifest:
+    """The run's manifest, written at once (a resumed run's, checked against this one), and its
+    scenarios; a run with batches in flight is resumed only in batch mode."""
+    about = _resumed(folder, about) if resumed else about
+    about.started = about.started or now()
+    about.judge_calibration = judge_calibration or about.judge_calibration
+    about.write(folder.path)  # resumable at once
+    folder.write_scenarios({s.id: [turn.text() for turn in s.turns] for s in ev.scenarios})
+    if not batch and (in_flight := folder.in_flight()):  # sending them again would pay twice
+        raise InputError(
+            folder.path,
+            f"this run has batches in flight ({', '.join(b for b, _ in in_flight)}); "
+            "resume it with --batch to collect them",
+        )
+    return about
 
 
 def _run_direct(ev: Eval, runner: CaseRunner, todo: list[Case], write: WriteCase, jobs: int, progress: bool) -> None:

@@ -9,13 +9,59 @@ import inspect
 import platform
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..errors import plural
+from ..models.cache import ResponseCache
 from ..models.client import ModelClient
-from ..records.manifest import Manifest, PromptInfo
+from ..records.folder import RunFolder, baseline_responses, record_baseline
+from ..records.manifest import Manifest, PromptInfo, load_manifest
 from .evals import Eval
+
+# Packages whose version can change a model's answer to the same request (the embedded model's
+# runtime): a baseline's recorded responses stand in for the model only under the same versions.
+RUNTIME_PACKAGES = ("xllamacpp",)
+
+
+@dataclass(frozen=True)
+class RecordedAnswers:
+    """A baseline's recorded responses, by cache key, as a gate's candidate may use them."""
+
+    responses: dict[str, dict[str, Any]]
+    why_not: str | None = None  # why none are used although the baseline has some
+
+    def line(self) -> str:
+        if self.why_not:
+            return f"the baseline's recorded responses are not used: {self.why_not}; every request goes to the model"
+        recorded = plural(len(self.responses), "recorded response")
+        return f"the baseline's {recorded} answer the requests identical to its own"
+
+
+def keep_baseline(run_dir: Path, results: Path, name: str) -> Path:
+    """Record a finished run as the baseline `results/baselines/NAME`: its records, and the
+    responses its requests got from the response cache under `results`."""
+    responses = ResponseCache.under(results).responses_of_run(RunFolder(run_dir).request_keys)
+    return record_baseline(run_dir, results / "baselines", name, responses)
+
+
+def recorded_answers(baseline: Path) -> RecordedAnswers:
+    """The responses recorded with `baseline` (`harness baseline`), unless this process runs the
+    model on other versions of `RUNTIME_PACKAGES` than the baseline did."""
+    responses = baseline_responses(baseline)
+    if not responses:
+        return RecordedAnswers(responses={}, why_not="it has none (recorded before baselines kept them)")
+    then, current = load_manifest(baseline).versions, _versions()
+    changed = [
+        f"{package} {then.get(package)} then, {current.get(package)} now"
+        for package in RUNTIME_PACKAGES
+        if then.get(package) != current.get(package)
+    ]
+    if changed:
+        return RecordedAnswers(responses={}, why_not="the model runtime changed (" + "; ".join(changed) + ")")
+    return RecordedAnswers(responses=responses)
 
 
 def _versions() -> dict[str, str]:

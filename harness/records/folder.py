@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,7 @@ class RunFolder:
             path / "action_probes.jsonl",
             path / "cases.jsonl",
         )
+        self.request_keys = path / "request_keys.txt"  # the cache keys the run answered (`ResponseCache.for_run`)
 
     @classmethod
     def new(cls, runs: Path, name: str) -> RunFolder:
@@ -163,14 +164,27 @@ class RunFolder:
         ]
 
 
-def record_baseline(run_dir: Path, baselines: Path, name: str) -> Path:
-    """Copy what the gate needs from a finished run: its records, retention, compactions and manifest."""
+BASELINE_RESPONSES = "responses.jsonl"
+
+
+def record_baseline(run_dir: Path, baselines: Path, name: str, responses: Mapping[str, dict[str, Any]]) -> Path:
+    """Copy what the gate needs from a finished run: its records, retention, compactions and
+    manifest, and `responses` (its requests' responses, by cache key), so a candidate's requests
+    identical to the baseline's are answered without the model."""
     target = baselines / name
     target.mkdir(parents=True, exist_ok=True)
     for file in BASELINE_FILES:
         if (run_dir / file).is_file():
             shutil.copyfile(run_dir / file, target / file)
+    (target / BASELINE_RESPONSES).unlink(missing_ok=True)  # never an older run's
+    if responses:
+        _rewrite(target / BASELINE_RESPONSES, [{"key": k, "response": r} for k, r in responses.items()])
     return target
+
+
+def baseline_responses(baseline: Path) -> dict[str, dict[str, Any]]:
+    """A baseline's recorded responses, by cache key (none for a baseline recorded without them)."""
+    return {row["key"]: row["response"] for row in read_jsonl(baseline / BASELINE_RESPONSES)}
 
 
 def run_folders(runs: Path) -> list[Path]:

@@ -39,6 +39,8 @@ class Manifest(BaseModel):
     started: str | None = None
     finished: str | None = None
     model_calls: int | None = None  # requests really sent (not cached), over every process that ran it
+    # requests identical to the gated baseline's, answered by its recorded responses (a gate's candidate)
+    answered_by_baseline: int | None = None
     waves: int | None = None  # batch execution: waves sent, over every process that ran it
     batches: list[str] = []  # batch execution: the provider's ids of every batch the run submitted
     wave_seconds: list[float] = []  # batch execution: each wave's wait, from submission to results

@@ -9,7 +9,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis.gate import ALL_BUDGETS, Cell, Outcome, Result, Verdict
+from ..errors import plural
 from ..inputs.evalfile import GateSettings
+from ..records import load_manifest
 from .comparisons import test_cells
 from .render import markdown_table
 
@@ -53,6 +55,12 @@ def markdown_summary(verdict: Verdict, settings: GateSettings, run_dir: Path, ba
         f"Candidate `{c.variant}` is compared with baseline `{c.baseline_variant}` ({c.paired_because})."
         for c in {c.variant: c for c in verdict.cells}.values()
     ]
+    if reused := load_manifest(run_dir).answered_by_baseline:
+        parts.append(
+            f"{plural(reused, 'request')} of the candidate's run, identical to the baseline's (the same prompt, "
+            "scenario, model, runtime and settings), were answered by the baseline's recorded responses: "
+            "their facts repeat the baseline's figures, they are not measured again (`--no-cache` sends them)."
+        )
     if verdict.checks:
         parts.append(
             markdown_table(
