@@ -28,6 +28,7 @@ class StrategySpec:
     needs_claude: bool = False  # a server-side feature of Claude's API: the embedded model cannot serve it
     needs_tokens: bool = False  # its budget is an input-token trigger: the eval's unit must be tokens
     recovery: bool = False  # `<name>+recovery`: the agent may search what it folded (execution.recovery)
+    pin: bool = False  # `<name>+pin`: the user's rules put back verbatim after it compacts (execution.pin)
 
 
 STRATEGIES = {

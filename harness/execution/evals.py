@@ -14,7 +14,8 @@ from ..errors import did_you_mean
 from ..inputs.evalfile import EvalSource, read_eval
 from ..messages import SummaryLayout
 from ..models.backends import default_summary_layout, is_local
-from ..records.schema import RECOVERY
+from ..records.schema import PIN, RECOVERY
+from .pin import pinned
 
 
 @dataclass
@@ -53,9 +54,7 @@ def load_eval(path: str | Path, **overrides: Any) -> Eval:
     source = replace(source, spec=spec)
     custom = _custom_strategies(source)
     strategies = {
-        name: _recovering(
-            name, custom_strategy(name, custom[name]) if name in custom else STRATEGIES[name.removesuffix(RECOVERY)]
-        )
+        name: _with_arms(name, custom_strategy(name, custom[name]) if name in custom else STRATEGIES[base_of(name)])
         for name in spec.strategies
     }
     _check_servable(source, strategies, listed, local)
@@ -78,7 +77,7 @@ def _custom_strategies(source: EvalSource) -> dict[str, Compactor]:
     custom = {}
     installed = plugins.installed("strategies")  # other packages' strategies, by entry point
     for i, name in enumerate(spec.strategies):
-        base = name.removesuffix(RECOVERY)
+        base = base_of(name)
         if ":" in base or (base not in STRATEGIES and base in installed):
             custom[name] = import_strategy(base, doc.path, doc.line_of(("strategies", i)), f"strategies[{i}]")
         elif base not in STRATEGIES:
@@ -89,7 +88,8 @@ def _custom_strategies(source: EvalSource) -> dict[str, Compactor]:
                 "a package that adds it (see Strategies and alternatives)",
             )
         elif name != base and STRATEGIES[base].compact is None:
-            raise doc.error(("strategies", i), f"{name}: {base} never compacts, so there is nothing to search")
+            arm = "search" if name.endswith(RECOVERY) else "pin back"
+            raise doc.error(("strategies", i), f"{name}: {base} never compacts, so there is nothing to {arm}")
     return custom
 
 
@@ -134,6 +134,14 @@ def _check_options(source: EvalSource, strategies: dict[str, StrategySpec], cust
                 raise source.doc.error(("strategy_options", name, option), f"{name} has no setting {option!r}: {takes}")
 
 
-def _recovering(name: str, spec: StrategySpec) -> StrategySpec:
-    """`<strategy>+recovery`: the strategy as it is, its agent offered a search over what it folded."""
-    return replace(spec, name=name, recovery=True) if name.endswith(RECOVERY) else spec
+def base_of(name: str) -> str:
+    """A strategy's name without its arms (`summary+pin+recovery` -> `summary`)."""
+    return name.removesuffix(RECOVERY).removesuffix(PIN)
+
+
+def _with_arms(name: str, spec: StrategySpec) -> StrategySpec:
+    """`<strategy>+pin`: the strategy, then the user's rules put back verbatim (`pin`);
+    `+recovery`: its agent offered a search over what it folded."""
+    pin = name.removesuffix(RECOVERY).endswith(PIN)
+    compact = pinned(spec.compact) if pin and spec.compact is not None else spec.compact
+    return replace(spec, name=name, compact=compact, pin=pin, recovery=name.endswith(RECOVERY))

@@ -184,7 +184,10 @@ class CasePlayer:
                 verbatim_from = first_unedited_turn(agent.messages, played.turn_messages[:turn])
                 left = "\n".join(map(render_message, agent.messages))
             else:
-                verbatim_from, left = first_verbatim_turn(agent.messages, played.starts[:turn]), event.summary
+                verbatim_from = first_verbatim_turn(agent.messages, played.starts[:turn])
+                left = event.summary
+                if event.pinned is not None:  # +pin: the summary (if any) and the rules it put back
+                    left = "\n\n".join(text for text in (event.summary, event.pinned) if text)
             played.compactions.append(
                 CompactionRecord(**asdict(played.row), before_turn=turn, first_verbatim_turn=verbatim_from, event=event)
             )

@@ -46,9 +46,10 @@ BudgetField = Annotated[
 
 def _strategy_name(name: str) -> str:
     # Which names exist is checked when the strategies are bound (`execution.evals`).
-    if not re.fullmatch(r"([a-z][a-z0-9-]*|[\w.]+:\w+)(\+recovery)?", name):
+    if not re.fullmatch(r"([a-z][a-z0-9-]*|[\w.]+:\w+)(\+pin)?(\+recovery)?", name):
         raise ValueError(
-            f"a strategy is a name such as summary, or module:function, optionally +recovery, not {name!r}"
+            "a strategy is a name such as summary, or module:function, optionally +pin and then +recovery, "
+            f"not {name!r}"
         )
     return name
 
@@ -200,7 +201,8 @@ class EvalFile(BaseModel):
         default=["summary", "none", "no-history"],
         min_length=1,
         description="summary, none, truncate, no-history, or module:function (see docs/strategies.md); "
-        "any that compacts with +recovery: the agent may search what it folded (docs/frameworks.md).",
+        "any that compacts with +pin: the user's rules from what it folded put back verbatim after it "
+        "(docs/actions.md), and/or then +recovery: the agent may search what it folded (docs/frameworks.md).",
     )
     claude_strategies: list[Annotated[str, AfterValidator(_strategy_name)]] = Field(
         default=[],

@@ -58,6 +58,7 @@ NO_SUMMARY = "the server returned no summary (compaction content null)"  # its o
 
 
 RECOVERY = "+recovery"  # a strategy named with it: the same strategy, the agent may search what it folded
+PIN = "+pin"  # a strategy named with it: the same strategy, the user's rules put back verbatim after it
 
 
 def variant(strategy: str, prompt: str | None) -> str:
@@ -89,6 +90,8 @@ class CompactionEvent:
     capped: bool | None = None  # the summary stopped at its token cap (max_tokens); None: no model wrote it
     edited: int = 0  # tool results cleared in place (mask-observations, clear-tool-results, context editing)
     cleared_input_tokens: int | None = None  # context editing: what the server reported it cleared
+    pinned: str | None = None  # the +pin arm: the user's rules put back verbatim (`execution.pin`)
+    pinned_size: int = 0  # what the pinned block adds to the history, in the eval's unit
 
 
 @dataclass(kw_only=True)
@@ -245,7 +248,9 @@ class CompactionRecord(CaseRow):
     def row(self) -> dict[str, Any]:
         line = asdict(self)
         event = line.pop("event")
-        return {**line, **event}
+        # The case's strategy names the row (`summary+pin`, `anthropic-compact-default`), not the
+        # function that compacted (`summary`, `anthropic-compact`), so arms never pool.
+        return {**event, **line}
 
 
 Record = ProbeRecord | RetentionRecord | CompactionRecord | ActionRecord | ActionProbeRecord
