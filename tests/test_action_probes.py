@@ -8,7 +8,7 @@ import pytest
 from fakes import FakeClient
 
 from harness import actions
-from harness.analysis.action_probes import action_probe_table, informative_share, probe_status, uninformative
+from harness.analysis.action_probes import action_probe_table, informative_share, uninformative
 from harness.errors import InputError
 from harness.execution.action_probes import grade
 from harness.execution.evals import load_eval
@@ -16,6 +16,7 @@ from harness.execution.executors import run_eval
 from harness.inputs.scenario import ActionProbe
 from harness.inputs.scenario_file import load_scenario
 from harness.records import load_run, read_jsonl
+from harness.records.decision_points import probe_status
 
 
 def probe(**rules):
@@ -262,3 +263,63 @@ def test_a_rule_that_can_never_match_is_refused_with_its_line(tmp_path, action, 
     with pytest.raises(InputError) as error:
         load_scenario(_scenario(tmp_path, action, tools))
     assert message in str(error.value) and field in str(error.value) and "s.yaml:" in str(error.value)
+
+
+def test_the_action_metric_reads_only_the_probes_that_can_tell_and_compares_variants(eval_with_actions, tmp_path):
+    from harness import api
+
+    run = load_run(run_eval(load_eval(eval_with_actions), FakeClient(model), tmp_path / "results", progress=False))
+    assert sorted(run.rows("action")["fact"].unique()) == ["http", "schema"]  # the port probe cannot tell
+    (action,) = [c for c in api.compare(run, a="summary", b="truncate") if c.metric == "action"]
+    # On the two informative probes the summary kept the file rule and lost the tool rule; truncation kept neither.
+    assert (action.n, action.rate_a, action.rate_b) == (2, 0.5, 0.0)
+
+
+def crafted_action_run(folder, violates: set[int], scenarios: int = 40):
+    """A run folder with one informative action probe per scenario (the full history complies, no
+    history violates) whose seed summary violates in the scenarios `violates` names."""
+    folder.mkdir(parents=True)
+    rows = []
+    for s in range(scenarios):
+        for strategy, prompt, outcome in (
+            ("none", None, "complies"),
+            ("no-history", None, "violates"),
+            ("summary", "seed", "violates" if s in violates else "complies"),
+        ):
+            rows.append(
+                {
+                    "case": f"s{s}/{strategy}/{'50%' if prompt else '-'}/{prompt}/0",
+                    "scenario": f"s{s}",
+                    "strategy": strategy,
+                    "budget": "50%" if prompt else None,
+                    "prompt": prompt,
+                    "repeat": 0,
+                    "model": "m",
+                    "fact": "rule",
+                    "kind": "constraint-path",
+                    "say": "Fix it.",
+                    "planted_turn": 0,
+                    "step": "Edit: billing/schema.py" if outcome == "violates" else "Edit: billing/api.py",
+                    "outcome": outcome,
+                }
+            )
+    (folder / "action_probes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "records.jsonl").write_text("")
+    (folder / "manifest.json").write_text(json.dumps({"eval": {"name": "crafted", "gate": {}}, "model": "m"}))
+    return folder
+
+
+def test_the_gates_action_row_fails_a_prompt_whose_agent_breaks_the_rules_and_passes_noise(tmp_path, capsys):
+    from harness.cli import main
+
+    base = crafted_action_run(tmp_path / "base", violates={0, 1})
+    worse = crafted_action_run(tmp_path / "worse", violates=set(range(0, 40, 2)))  # 20 of 40
+    assert main(["gate", "--run", str(worse), "--baseline", str(base)]) == 100
+    out = capsys.readouterr().out
+    assert "| action: summary: seed @ budget 50% | 95% | 50% |" in out and "FAIL" in out
+    same = crafted_action_run(tmp_path / "same", violates={0, 1})
+    assert main(["gate", "--run", str(same), "--baseline", str(base), "--max-drop", "0.2"]) == 0
+    # Six sessions cannot detect a 5-point rise in violations: the gate says so instead of passing.
+    small = crafted_action_run(tmp_path / "small-base", violates=set(), scenarios=6)
+    assert main(["gate", "--run", str(crafted_action_run(tmp_path / "small", set(), 6)), "--baseline", str(small)]) == 1
+    assert "this eval can detect only drops of" in capsys.readouterr().out

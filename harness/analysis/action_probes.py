@@ -12,47 +12,13 @@ compliance is paired with the ceiling's over scenarios.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Any
-
 import pandas as pd
 
+from ..records.decision_points import PROBE, probe_status
 from ..records.schema import StepOutcome, variant
 from .stats import paired_test, rate
 
-PROBE = ["scenario", "fact", "repeat"]  # one decision point; its rows across strategies pair on these
 ALL_KINDS = "all kinds"
-
-
-def probe_status(probes: pd.DataFrame) -> pd.DataFrame:
-    """One row per probe: its kind, the ceiling's and the control's steps and outcomes, whether it is
-    informative, and if not, why."""
-    if probes.empty:
-        return pd.DataFrame()
-    each = probes.drop_duplicates(PROBE)[[*PROBE, "kind", "say"]]
-    for arm, strategy in (("ceiling", "none"), ("control", "no-history")):
-        rows = probes[probes["strategy"] == strategy].drop_duplicates(PROBE)
-        rows = rows[[*PROBE, "outcome", "step", "error"]].rename(
-            columns={"outcome": arm, "step": f"{arm}_step", "error": f"{arm}_error"}
-        )
-        each = each.merge(rows, on=PROBE, how="left")
-    each["why"] = [_why_not(row) for row in each.to_dict("records")]
-    each["informative"] = each["why"].isna()
-    return each.reset_index(drop=True)
-
-
-def _why_not(probe: dict[Hashable, Any]) -> str | None:
-    """Why a probe cannot tell what compaction did (None: it can)."""
-    for arm, name, strategy in (("ceiling", "the full history", "none"), ("control", "no history", "no-history")):
-        if isinstance(probe.get(f"{arm}_error"), str):
-            return f"{name}'s request failed: {str(probe[f'{arm}_error'])[:80]}"
-        if not isinstance(probe.get(arm), str):
-            return f"no {name} to compare with (add `{strategy}` to the eval's strategies)"
-    if probe["ceiling"] != StepOutcome.COMPLIES:
-        return f"the full history does not comply either: {probe['ceiling']} ({probe['ceiling_step']})"
-    if probe["control"] == StepOutcome.COMPLIES:
-        return f"no history complies too ({probe['control_step']}): the step does not need the fact"
-    return None
 
 
 def action_probe_table(probes: pd.DataFrame) -> pd.DataFrame:

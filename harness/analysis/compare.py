@@ -3,6 +3,8 @@
 - **recall**: whether the probe answer states the fact (one 0/1 value per probe record);
 - **retention**: whether the summaries state the fact's value, no probe needed (per unit, the
   share of the compactions that folded the fact whose summary still states it);
+- **action**: at an action probe's decision point, whether the agent's step keeps to the fact's
+  rules (per informative probe: the full history complies there and no history does not);
 - **next-action**: whether the compacted agent takes the step the full-history agent takes (per
   cut; the cut stands where a fact would, as `cut-<turn>`).
 
@@ -21,7 +23,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..records.load import Run, failed
-from ..records.schema import BEHAVIOURS, METRICS, variant
+from ..records.schema import ACTION, BEHAVIOURS, METRICS, StepOutcome, variant
 from .stats import PairedTest, paired_test
 
 PAIR_KEY = ["scenario", "fact", "budget", "strategy", "repeat"]
@@ -136,7 +138,19 @@ def units(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
         return retention_units(rows)
     if metric == "next-action":
         return action_units(rows)
+    if metric == ACTION:
+        return action_probe_units(rows)
     return recall_units(rows)
+
+
+def action_probe_units(probes: pd.DataFrame) -> pd.DataFrame:
+    """One unit per action probe answered (`Run.rows` gives the informative ones): value 1 when the
+    step does not break the fact's rules (it complies, or is neither)."""
+    scored = probes[~failed(probes, ACTION)] if not probes.empty else probes
+    units = scored.reindex(columns=PAIR_KEY + ["prompt", "kind"]).copy()
+    units["expected"], units["answer"] = scored.get("say"), scored.get("step")
+    units["value"] = (scored["outcome"] != StepOutcome.VIOLATES).astype(float).to_numpy() if len(scored) else []
+    return units
 
 
 def behaviour_floor(actions: pd.DataFrame, metric: str) -> Comparison:

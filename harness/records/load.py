@@ -14,9 +14,11 @@ import pandas as pd
 from ..budget import Budget
 from ..errors import InputError
 from ..scoring.verdict import VERDICTS
+from .decision_points import with_informative
 from .folder import read_jsonl
 from .manifest import Manifest, load_manifest
 from .schema import (
+    ACTION,
     ACTION_METRICS,
     OVERFLOWED,
     ActionProbeRecord,
@@ -92,8 +94,9 @@ def load_actions(run_dir: str | Path) -> pd.DataFrame:
 
 
 def load_action_probes(run_dir: str | Path) -> pd.DataFrame:
-    """Action-probe rows: per fact with an `action`, the step taken at its decision point and its grade."""
-    return _labelled(read_rows(run_dir, "action_probes.jsonl"), ActionProbeRecord)
+    """Action-probe rows: per fact with an `action`, the step taken at its decision point, its grade,
+    and whether the probe can tell what compaction did (`informative`)."""
+    return with_informative(_labelled(read_rows(run_dir, "action_probes.jsonl"), ActionProbeRecord))
 
 
 def load_compactions(run_dir: str | Path) -> pd.DataFrame:
@@ -104,7 +107,7 @@ def failed(rows: pd.DataFrame, metric: str) -> pd.Series:
     """Which rows of a metric failed with an error (a model, API, scoring or strategy failure) or
     did not fit the context window: neither is forgetting, so neither counts in a rate. A next step
     is scored against the ceiling's, so a ceiling that failed leaves its cut unscored too."""
-    if metric == "retention":
+    if metric in ("retention", ACTION):
         return rows["error"].notna()
     if metric in ACTION_METRICS:
         return rows["error"].notna() | rows["ceiling_error"].notna()
@@ -113,7 +116,7 @@ def failed(rows: pd.DataFrame, metric: str) -> pd.Series:
 
 def overflowed(rows: pd.DataFrame, metric: str) -> pd.Series:
     """Which rows of a metric could not be measured because a request exceeded the context window."""
-    if metric == "retention":
+    if metric in ("retention", ACTION):
         return _starts_overflow(rows["error"])
     if metric in ACTION_METRICS:
         return _starts_overflow(rows["error"]) | _starts_overflow(rows["ceiling_error"])
@@ -166,8 +169,12 @@ class Run:
     path: Path | None = None  # the folder it was read from
 
     def rows(self, metric: str) -> pd.DataFrame:
-        """The rows a metric is computed from: retention rows, probe records for recall, next-action rows
-        (for fidelity and behaviour at the cut)."""
+        """The rows a metric is computed from: retention rows, probe records for recall, the action
+        probes that can tell (`decision_points`) for action, next-action rows (for fidelity and
+        behaviour at the cut)."""
+        if metric == ACTION:
+            probes = self.action_probes
+            return probes[probes["informative"] == True] if "informative" in probes else probes  # noqa: E712
         return self.retention if metric == "retention" else self.actions if metric in ACTION_METRICS else self.records
 
     def errors(self) -> tuple[int, int]:
@@ -178,9 +185,10 @@ class Run:
         )
 
     def prompts(self, strategy: str | None = None) -> list[str]:
-        """The prompt ids one strategy ran with (None: any strategy that takes a prompt), in either
-        metric's rows."""
-        data = pd.concat([prompted(self.records), prompted(self.retention)])
+        """The prompt ids one strategy ran with (None: any strategy that takes a prompt), in the rows
+        of recall, retention or action probes."""
+        measured = [prompted(rows) for rows in (self.records, self.retention, self.action_probes) if len(rows)]
+        data = pd.concat(measured) if measured else pd.DataFrame(columns=["strategy", "prompt"])
         if strategy is not None:
             data = data[data["strategy"] == strategy]
         return sorted(data["prompt"].dropna().unique())

@@ -51,7 +51,8 @@ _BEHAVIOUR_METRICS = {
 BEHAVIOURS = {b.metric: b for b in Behaviour}  # metric -> the behaviour (its column) it reads
 # Does the summary state the fact; does the probe answer; does the compacted agent take the step the
 # uncompacted one takes; and does its step keep to what the history says.
-METRICS = ("retention", "recall", "next-action", *BEHAVIOURS)
+ACTION = "action"  # at an action probe's decision point, the step does not break the fact's rules
+METRICS = ("retention", "recall", ACTION, "next-action", *BEHAVIOURS)
 ACTION_METRICS = ("next-action", *BEHAVIOURS)  # the metrics of the next-action records
 OVERFLOWED = "context window exceeded"  # how an error that is a context overflow begins
 NO_SUMMARY = "the server returned no summary (compaction content null)"  # its own outcome, not the prompt's
