@@ -17,14 +17,16 @@ from .files import LocatedYaml, load_yaml
 from .scenario import ActionProbe, Fact, Scenario, StepRules
 
 
-def _check_distinctive(doc: LocatedYaml, loc: Loc, fields: Mapping[str, Sequence[str | None]]) -> None:
+def _common_words(fields: Mapping[str, Sequence[str | None]]) -> Problem | None:
     """Values a phrase-matched answer is scored against must be more than common words ("the",
     "yes"): any answer would state them, so the fact would be recalled or confused by anything."""
     for field, values in fields.items():
         for i, value in enumerate(values):
             if value is not None and not distinctive(value):
-                where = loc + ((field,) if field == "answer" else (field, i))
-                raise doc.error(where, f"{value!r} is only common words: any answer would state it")
+                return (
+                    (field,) if field == "answer" else (field, i)
+                ), f"{value!r} is only common words: any answer would state it"
+    return None
 
 
 def _check(doc: LocatedYaml, scenario: Scenario) -> None:
@@ -89,8 +91,8 @@ def _check_supersedes(doc: LocatedYaml, scenario: Scenario, t: int, planted: dic
         loc = ("turns", t, "supersedes", s)
         if planted.get(change.fact, t) >= t:
             raise doc.error(loc + ("fact",), f"no fact {change.fact!r} is planted in an earlier turn")
-        if change.fact in exact:
-            _check_distinctive(doc, loc, {"answer": [change.answer], "aliases": change.aliases})
+        if change.fact in exact and (problem := _common_words({"answer": [change.answer], "aliases": change.aliases})):
+            raise doc.error(loc + problem[0], problem[1])
         if change.items:  # a set's or a plan's new members, each stated where they change
             missing = [i for i, item in enumerate(change.items) if not mentions(turn.text(), item)]
             if missing:
@@ -154,58 +156,74 @@ def _check_sequence(doc: LocatedYaml, scenario: Scenario, t: int) -> None:
 
 
 def _check_fact(doc: LocatedYaml, loc: Loc, fact: Fact, text: str, where: str) -> None:
-    """A fact must be scoreable: planted where it says, not leaked by its probe, and not stated
-    (or confused) by answers that say nothing about it."""
+    if problem := fact_problem(fact, text, where):
+        raise doc.error(loc + problem[0], problem[1])
+
+
+Problem = tuple[Loc, str]  # the field of a fact that is wrong, and why
+
+
+def fact_problem(fact: Fact, text: str, where: str) -> Problem | None:
+    """Why a fact is not scoreable as planted in `text` (`where` names it), or None: it must be
+    planted where it says, not leaked by its probe, and not stated (or confused) by answers that say
+    nothing about it. A scenario file's facts and the facts derived from a log are checked by it."""
+    return _given_away(fact) or _unscoreable(fact) or _not_planted(fact, text, where)
+
+
+def _given_away(fact: Fact) -> Problem | None:
     leaked = [v for v in (fact.answer, *fact.aliases) if v and mentions(fact.probe, v, fact.tolerance)]
     if leaked:
-        raise doc.error(loc + ("probe",), f"the probe contains its own answer {leaked[0]!r}")
+        return ("probe",), f"the probe contains its own answer {leaked[0]!r}"
     # A set's or a plan's item in the probe is part of the answer given away ("... API keys and passwords?").
     given = [item for item in fact.items if any(mentions(fact.probe, form) for form in item_forms(item))]
     if given:
-        raise doc.error(loc + ("probe",), f"the probe contains {given[0]!r}, an item of its own answer")
-    expected = fact.target_expectation()
+        return ("probe",), f"the probe contains {given[0]!r}, an item of its own answer"
+    return None
+
+
+def _unscoreable(fact: Fact) -> Problem | None:
+    """Values any answer would state, an abstention scored as a confabulation, a distractor that
+    states the answer, a tolerance that accepts 0."""
+    fields: dict[str, Sequence[str | None]] = {"answer": [fact.answer], "aliases": fact.aliases}
     if fact.match == "exact":  # free-form (f1) answers are scored by overlap, not by phrase
-        _check_distinctive(
-            doc,
-            loc,
-            {
-                "answer": [fact.answer],
-                "aliases": fact.aliases,
-                "distractors": fact.distractors,
-                "confabulations": fact.confabulations,
-            },
-        )
-    elif fact.match == "f1":  # token F1 leaves articles out: "the" would be an answer no reply can state
-        _check_distinctive(doc, loc, {"answer": [fact.answer], "aliases": fact.aliases})
+        fields |= {"distractors": fact.distractors, "confabulations": fact.confabulations}
+    if fact.match in ("exact", "f1") and (problem := _common_words(fields)):
+        return problem  # (token F1 leaves articles out: "the" would be an answer no reply can state)
     for c, confabulation in enumerate(fact.confabulations):
         if abstains(confabulation):
-            raise doc.error(
-                loc + ("confabulations", c),
+            return (
+                ("confabulations", c),
                 f"{confabulation!r} is an abstention: the right answer (abstaining) would be scored confabulated",
             )
+    expected = fact.target_expectation()
     for d, distractor in enumerate(fact.distractors):
         if expected and states(distractor, expected, within=True):
-            raise doc.error(
-                loc + ("distractors", d),
+            return (
+                ("distractors", d),
                 f"the distractor {distractor!r} states the answer itself: no answer could be recalled",
             )
     numbers = numbers_in(fact.answer or "")
     if fact.tolerance and len(numbers) == 1 and 0 < abs(numbers[0]) <= fact.tolerance:
-        raise doc.error(
-            loc + ("tolerance",),
+        return (
+            ("tolerance",),
             f"a tolerance of {fact.tolerance:g} accepts 0 and every number near "
             f"it: keep it under the answer's {numbers[0]:g}",
         )
-    if expected and fact.literal and expected.items:  # a set or a plan: every item where it is planted
+    return None
+
+
+def _not_planted(fact: Fact, text: str, where: str) -> Problem | None:
+    """A literal value (each item of a set or a plan) and the subject must occur where planted."""
+    expected = fact.target_expectation()
+    if expected and fact.literal and expected.items:
         for i, item in enumerate(expected.items):
             if not mentions(text, item):
-                raise doc.error(loc + ("items", i), f"{item!r} does not occur in {where}")
+                return ("items", i), f"{item!r} does not occur in {where}"
     elif expected and fact.literal and not states(text, expected, within=True):
-        raise doc.error(
-            loc + ("answer",), f"{fact.answer!r} does not occur in {where} (set `literal: false` if it is a paraphrase)"
-        )
+        return ("answer",), f"{fact.answer!r} does not occur in {where} (set `literal: false` if it is a paraphrase)"
     if fact.subject and not mentions(text, fact.subject):
-        raise doc.error(loc + ("subject",), f"the subject {fact.subject!r} does not occur in {where}")
+        return ("subject",), f"the subject {fact.subject!r} does not occur in {where}"
+    return None
 
 
 def load_scenario(path: str | Path) -> Scenario:

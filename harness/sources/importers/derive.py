@@ -25,8 +25,11 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
+from ...inputs.scenario import Fact
+from ...inputs.scenario_file import fact_problem
 from ...messages import strings_in
-from ...scoring.matchers import mentions
 from ...scoring.normalize import distinctive
 from ...tool_vocabulary import PATH_KEYS, SHELL_TOOLS
 from ..rules import lifts, prohibitions
@@ -74,14 +77,16 @@ def derive(session: Session, every: int = 4) -> dict[int, list[dict[str, Any]]]:
     facts: dict[int, list[dict[str, Any]]] = {}
 
     def plant(turn: int, fact: dict[str, Any], where: str | None = None) -> bool:
-        where = texts[turn] if where is None else where
         values = fact.get("items") or [fact["answer"], *fact.get("aliases", [])]
         if any(MARK in v for v in values) or not all(map(distinctive, values)):
             return False  # a redacted value, or one any answer would state
-        if any(mentions(fact["probe"], v) for v in values) or not all(
-            mentions(where, v) for v in (values if fact.get("items") else values[:1])
-        ):
-            return False  # it would not validate: leaky probe, or the value is not where it is planted
+        # Checked as a scenario file's fact is, where it is planted: the scenario it goes into validates.
+        try:
+            typed = Fact.model_validate(fact)
+        except ValidationError:
+            return False
+        if fact_problem(typed, texts[turn] if where is None else where, "its turn") is not None:
+            return False
         facts.setdefault(turn, []).append(fact)
         return True
 
