@@ -200,6 +200,7 @@ def test_action_probes_are_asked_in_every_case_and_read_against_ceiling_and_cont
     assert summary.loc["all kinds", "violates (95% CI)"].startswith("50% (1/2;")
     assert summary.loc["constraint-tool", "complies"] == "0% (0)"
     assert table.loc[("control: no history", "-", "all kinds"), "violates (95% CI)"].startswith("100% (2/2;")
+    assert ("truncate", "50%", "all kinds") in table.index  # a strategy without a prompt is named alone
     share = informative_share(run.action_probes)
     assert share.loc["all kinds", "informative"] == "67% (2)"
     assert share.loc["identifier", "ceiling complies"] == "0% (0/1)"

@@ -113,8 +113,8 @@ def test_a_small_eval_end_to_end(tmp_path, capsys, monkeypatch):
 
 def test_action_probes_on_the_embedded_model(tmp_path, capsys):
     """evals/actions.yaml's sessions with their decision points, on the fast model: every case asks
-    every action probe, each step is read and graded (or its error recorded), and the report says
-    which probes can tell."""
+    every action probe, each step is read and graded (or its error recorded), the pinning arm puts
+    the user's rule back, and the report says which probes can tell."""
     root = Path(__file__).parents[1]
     eval_file = tmp_path / "actions.yaml"
     eval_file.write_text(
@@ -125,8 +125,14 @@ def test_action_probes_on_the_embedded_model(tmp_path, capsys):
     assert main([*command, "--prompt-id", "seed", "--scenario", "orders-httpie"]) == 0
     (run_dir,) = (results / "runs").iterdir()
     steps = read_jsonl(run_dir / "action_probes.jsonl")
-    # seed, keeps-nothing, none and no-history, one decision point each.
-    assert len(steps) == 4 and {s["strategy"] for s in steps} == {"summary", "none", "no-history"}
+    # seed and keeps-nothing with and without the pin, masking, none and no-history: one decision point each.
+    assert len(steps) == 7
+    assert {s["strategy"] for s in steps} == {"summary", "summary+pin", "mask-observations", "none", "no-history"}
+    # The pin put the user's rule back verbatim after each summary that folded it, whatever the summary said.
+    rule = "We work inside the dev container: curl is not installed there, so never use curl;"
+    pins = [c for c in read_jsonl(run_dir / "compactions.jsonl") if c["strategy"] == "summary+pin"]
+    folded = [c for c in pins if c["folded_messages"] and c["error"] is None]
+    assert folded and all(rule in c["pinned"] and c["pinned_size"] > 0 for c in folded)
     assert all((s["outcome"] in ("complies", "violates", "neither")) != bool(s["error"]) for s in steps)
     assert all(s["step"] and s["reason"] for s in steps if s["outcome"])
     assert {s["kind"] for s in steps} == {"constraint-tool"}

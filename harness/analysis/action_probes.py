@@ -15,7 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..records.decision_points import PROBE, probe_status
-from ..records.schema import StepOutcome, variant
+from ..records.schema import StepOutcome
 from .stats import paired_test, rate
 
 ALL_KINDS = "all kinds"
@@ -31,7 +31,7 @@ def action_probe_table(probes: pd.DataFrame) -> pd.DataFrame:
     informative = status.loc[status["informative"], PROBE]
     rows = probes.merge(informative, on=PROBE)
     rows = rows[rows["error"].isna()].copy()
-    rows["variant"] = [variant(strategy, prompt) for strategy, prompt in zip(rows["strategy"], rows["prompt"])]
+    # (the loaded rows' `variant` labels a strategy without a prompt alone: never "mask-observations: nan")
     rows["budget"] = rows["budget"].astype("object").fillna("-")
     table = []
     for (name, budget), group in rows.groupby(["variant", "budget"], sort=False):
