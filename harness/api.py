@@ -98,7 +98,7 @@ def baseline(finished: Run, results: str | Path = "results", name: str | None = 
     its records, and the responses its requests got from the response cache under `results`."""
     if finished.path is None:
         raise ValueError("this run was not read from a folder: open it with open_run")
-    return keep_baseline(finished.path, Path(results), name or finished.manifest.name)
+    return keep_baseline(finished.path, Path(results), name or finished.manifest.name).path
 
 
 def compare(

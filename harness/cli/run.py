@@ -141,14 +141,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     from ..execution.provenance import keep_baseline
-    from ..models.cache import read_keys
-    from ..records import RunFolder, load_manifest
-    from ..records.folder import baseline_responses
+    from ..records import load_manifest
 
-    path = keep_baseline(args.run_dir, Path(args.results), args.name or load_manifest(args.run_dir).name)
-    kept, asked = len(baseline_responses(path)), len(read_keys(RunFolder(args.run_dir).request_keys))
-    gone = f"; {asked - kept} had left the response cache and will be sent again" if kept < asked else ""
-    print(f"baseline recorded: {path} (with the responses to {kept} of its run's {plural(asked, 'request')}{gone})")
+    kept = keep_baseline(args.run_dir, Path(args.results), args.name or load_manifest(args.run_dir).name)
+    gone = kept.requests - kept.responses
+    left = f"; {gone} had left the response cache and will be sent again" if gone else ""
+    asked = plural(kept.requests, "request")
+    print(f"baseline recorded: {kept.path} (with the responses to {kept.responses} of its run's {asked}{left})")
     return EXIT_OK
 
 

@@ -50,18 +50,21 @@ def user_rules(messages: list[Message]) -> list[str]:
     """The sentences of the user's own lines in `messages` that state a rule or lift one, verbatim
     and in order (an earlier pin's rules included, a summary's sentences never)."""
     rules: list[str] = []
+    objects: list[str] = []  # what the rules so far forbid: a later sentence may lift one
     for message in messages:
         if message["role"] != "user":
             continue
         for text in _texts(message):
             earlier, text = _split_pin(text)
             rules += earlier
+            objects += [obj for rule in earlier for _, obj in prohibitions(rule)]
             if text.startswith(SUMMARY_PREFIX):
                 continue
             for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
-                objects = [obj for rule in rules for _, obj in prohibitions(rule)]
-                if sentence and (prohibitions(sentence) or any(lifts(sentence, obj) for obj in objects)):
+                forbidden = prohibitions(sentence)
+                if sentence and (forbidden or any(lifts(sentence, obj) for obj in objects)):
                     rules.append(sentence)
+                    objects += [obj for _, obj in forbidden]
     return list(dict.fromkeys(rules))
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import plural
-from ..models.cache import ResponseCache
+from ..models.cache import ResponseCache, read_keys
 from ..models.client import ModelClient
 from ..records.folder import RunFolder, baseline_responses, record_baseline
 from ..records.manifest import Manifest, PromptInfo, load_manifest
@@ -40,11 +40,20 @@ class RecordedAnswers:
         return f"the baseline's {recorded} answer the requests identical to its own"
 
 
-def keep_baseline(run_dir: Path, results: Path, name: str) -> Path:
+@dataclass(frozen=True)
+class KeptBaseline:
+    path: Path
+    responses: int  # the run's requests whose responses the baseline keeps
+    requests: int  # the run's requests (those no longer in the cache are sent again by a gate)
+
+
+def keep_baseline(run_dir: Path, results: Path, name: str) -> KeptBaseline:
     """Record a finished run as the baseline `results/baselines/NAME`: its records, and the
     responses its requests got from the response cache under `results`."""
-    responses = ResponseCache.under(results).responses_of_run(RunFolder(run_dir).request_keys)
-    return record_baseline(run_dir, results / "baselines", name, responses)
+    keys = RunFolder(run_dir).request_keys
+    responses = ResponseCache.under(results).responses_of_run(keys)
+    path = record_baseline(run_dir, results / "baselines", name, responses)
+    return KeptBaseline(path=path, responses=len(responses), requests=len(read_keys(keys)))
 
 
 def recorded_answers(baseline: Path) -> RecordedAnswers:

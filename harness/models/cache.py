@@ -50,10 +50,13 @@ class ResponseCache:
         payload = json.dumps([identity, sampling, request], sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode()).hexdigest()
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def _stored(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        response: dict[str, Any] | None = json.loads(row[0]) if row else None
+        return json.loads(row[0]) if row else None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        response = self._stored(key)
         if response is None and key in self._recorded:
             response = self._recorded[key]
             with self._lock:
@@ -75,13 +78,8 @@ class ResponseCache:
     def responses_of_run(self, keys_log: Path) -> dict[str, dict[str, Any]]:
         """The stored responses of the keys a run answered (`for_run`'s log): those the database
         still holds."""
-        found = {}
-        for key in read_keys(keys_log):
-            with self._lock:
-                row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-            if row:
-                found[key] = json.loads(row[0])
-        return found
+        stored = {key: self._stored(key) for key in read_keys(keys_log)}
+        return {key: response for key, response in stored.items() if response is not None}
 
     def _log(self, key: str) -> None:
         if self._keys_log is None:
